@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Deps } from './deps.js';
+import { authRoutes } from './modules/auth/auth.routes.js';
+import { registerAuthentication } from './platform/auth.js';
+import { registerErrorHandler } from './platform/error-handler.js';
+import { registerHealth } from './platform/health.js';
+import { registerMetrics } from './platform/metrics.js';
+
+/**
+ * Builds the HTTP application in Fastify's load order: ecosystem plugins (OpenAPI), platform
+ * (errors, metrics, health), then the API modules inside one encapsulated context that
+ * requires authentication unless a route says otherwise.
+ */
+export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+  const { config, services } = deps;
+  const app = Fastify({
+    loggerInstance: deps.log as FastifyBaseLogger,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    trustProxy: true,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    return503OnClosing: true,
+  });
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  registerErrorHandler(app);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Workspace AI service',
+        description: 'Workspaces, AI chat, knowledge bases and subscription billing.',
+        version: '0.1.0',
+      },
+      components: {
+        securitySchemes: {
+          token: { type: 'http', scheme: 'bearer', description: 'Token from POST /auth/token/login/' },
+        },
+      },
+      security: [{ token: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: '/api/docs' });
+  app.get('/api/schema/', { schema: { hide: true } }, async () => app.swagger());
+
+  registerMetrics(app, deps.metrics);
+  registerHealth(app, { database: () => deps.database.ping() });
+
+  await app.register(async (api) => {
+    registerAuthentication(api, services.auth.verifyToken);
+    await api.register(authRoutes, { auth: services.auth });
+  });
+
+  return app;
+}

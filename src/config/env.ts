@@ -1,0 +1,147 @@
+import { z } from 'zod';
+
+/**
+ * Every environment variable the service reads, parsed and defaulted in one place.
+ * `loadConfig` is pure (no file or network access) so tests can build a config from a plain object.
+ * The README's configuration table documents each entry; keep the two in step.
+ */
+
+const RATE = /^\d+\/(s|sec|second|m|min|minute|h|hour|d|day)$/;
+
+const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', 'True', 'False'])
+    .optional()
+    .transform((v) => (v === undefined ? fallback : ['true', '1', 'yes', 'True'].includes(v)));
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const optionalUrl = optionalString.pipe(z.url().optional());
+
+const providerModel = optionalString.pipe(
+  z
+    .string()
+    .regex(/^[a-z][a-z0-9-]*:.+$/, 'must look like provider:model, for example openai:text-embedding-3-small')
+    .optional(),
+);
+
+const rate = (fallback: string) => z.string().regex(RATE, 'must be a rate such as 20/minute').default(fallback);
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PUBLIC_BASE_URL: optionalUrl,
+  DATA_DIR: z.string().min(1).default('./data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  DATABASE_URL: optionalUrl,
+  REDIS_URL: optionalUrl,
+  /** Connections in the PostgreSQL pool (per process). */
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Prefix of every Redis key the service writes (queues, rate limits, pub/sub channels). */
+  REDIS_PREFIX: z.string().min(1).max(64).default('wsai'),
+  SECRET_KEY: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
+
+  STORAGE_BACKEND: z.enum(['local', 's3']).default('local'),
+  S3_ENDPOINT: optionalUrl,
+  S3_BUCKET: optionalString,
+  S3_REGION: z.string().default('us-east-1'),
+  S3_ACCESS_KEY_ID: optionalString,
+  S3_SECRET_ACCESS_KEY: optionalString,
+  S3_FORCE_PATH_STYLE: bool(false),
+
+  SMTP_URL: optionalString.pipe(z.url().optional()),
+  MAIL_FROM: z.string().min(3).default('Workspace AI <no-reply@localhost>'),
+
+  OPENAI_API_KEY: optionalString,
+  OPENAI_BASE_URL: optionalUrl,
+  ANTHROPIC_API_KEY: optionalString,
+  ANTHROPIC_BASE_URL: optionalUrl,
+  GOOGLE_GENERATIVE_AI_API_KEY: optionalString,
+  GOOGLE_GENERATIVE_AI_BASE_URL: optionalUrl,
+  OPENAI_COMPATIBLE_BASE_URL: optionalUrl,
+  OPENAI_COMPATIBLE_API_KEY: optionalString,
+  EMBEDDING_MODEL: providerModel,
+  TRANSCRIPTION_MODEL: providerModel,
+  TRANSLATION_MODEL: providerModel,
+  MODEL_CATALOG_FILE: optionalString,
+  PLANS_FILE: optionalString,
+
+  PAYMENT_WEBHOOK_SECRET: optionalString,
+  STRIPE_SECRET_KEY: optionalString,
+  STRIPE_API_BASE: optionalUrl,
+
+  THROTTLE_CHAT_MESSAGES: rate('20/minute'),
+  THROTTLE_TRANSCRIPTIONS: rate('10/minute'),
+  THROTTLE_TRANSLATIONS: rate('20/minute'),
+  THROTTLE_DOCUMENT_UPLOADS: rate('30/hour'),
+
+  AGENT_ASYNC_ENABLED: bool(false),
+  URL_FETCH_ALLOWED_PRIVATE_HOSTS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  YOUTUBE_BASE_URL: z.url().default('https://www.youtube.com'),
+
+  ALLOW_SIGNUP: bool(true),
+  /** Lifetime of an API token in seconds (default 30 days). */
+  AUTH_TOKEN_TTL: z.coerce.number().int().positive().default(30 * 24 * 3600),
+  INVITATION_TTL_SECONDS: z.coerce.number().int().positive().default(7 * 24 * 3600),
+  /** Lifetime of a password-reset link in seconds. */
+  PASSWORD_RESET_TTL_SECONDS: z.coerce.number().int().positive().default(3600),
+  /** Lifetime of app-signed or presigned storage URLs in seconds. */
+  STORAGE_URL_TTL_SECONDS: z.coerce.number().int().positive().max(7 * 24 * 3600).default(900),
+  /** Jobs the worker runs at once (per process). */
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /** Run the job worker inside the API process (default: yes when REDIS_URL is unset). */
+  RUN_WORKER_IN_PROCESS: optionalString.pipe(z.enum(['true', 'false']).optional()),
+  /** Largest JSON request body accepted, in bytes. */
+  BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  /** Seconds to wait for streams and jobs to drain on shutdown. */
+  SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).max(600).default(25),
+});
+
+export type Env = z.output<typeof envSchema>;
+
+export interface Config extends Env {
+  /** Where the service is reachable from outside; used in mail links and app-signed URLs. */
+  publicBaseUrl: string;
+  runWorkerInProcess: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly issues: string[]) {
+    super(`Invalid configuration:\n  ${issues.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+  const parsed = envSchema.safeParse(source);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  const env = parsed.data;
+  const issues: string[] = [];
+  if (env.STORAGE_BACKEND === 's3') {
+    for (const key of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
+      if (!env[key]) issues.push(`${key}: required when STORAGE_BACKEND=s3`);
+    }
+  }
+  if (issues.length) throw new ConfigError(issues);
+  const displayHost = env.HOST === '0.0.0.0' || env.HOST === '::' ? 'localhost' : env.HOST;
+  return {
+    ...env,
+    publicBaseUrl: (env.PUBLIC_BASE_URL ?? `http://${displayHost}:${env.PORT}`).replace(/\/+$/, ''),
+    runWorkerInProcess: env.RUN_WORKER_IN_PROCESS ? env.RUN_WORKER_IN_PROCESS === 'true' : !env.REDIS_URL,
+  };
+}

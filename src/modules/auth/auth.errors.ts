@@ -1,0 +1,22 @@
+import { ConflictError, PermissionDeniedError, ValidationError } from '../../platform/errors.js';
+
+export const authErrors = {
+  signupDisabled: () => new PermissionDeniedError('Sign-up is disabled on this server.', 'signup_disabled'),
+  emailTaken: () =>
+    new ValidationError('A user with that email already exists.', { email: ['A user with that email already exists.'] }, 'email_taken'),
+  invalidCredentials: () =>
+    new ValidationError(
+      'Unable to log in with provided credentials.',
+      { non_field_errors: ['Unable to log in with provided credentials.'] },
+      'invalid_credentials',
+    ),
+  wrongCurrentPassword: () =>
+    new ValidationError('Invalid password.', { current_password: ['Invalid password.'] }, 'invalid_password'),
+  invalidResetToken: () =>
+    new ValidationError('Invalid or expired reset link.', { token: ['Invalid or expired reset link.'] }, 'invalid_token'),
+  ownsWorkspaces: () =>
+    new ConflictError(
+      'You own workspaces. Transfer their ownership or delete them before deleting your account.',
+      'owns_workspaces',
+    ),
+};

@@ -1,0 +1,27 @@
+import { z } from 'zod';
+
+export const email = z.email().max(254).transform((v) => v.trim().toLowerCase());
+export const userName = z.string().trim().max(150);
+
+/** Password rules: long enough, not absurdly long (argon2 input bound), not all digits. */
+export const password = z
+  .string()
+  .min(8, 'This password is too short. It must contain at least 8 characters.')
+  .max(128, 'This password is too long.')
+  .refine((v) => !/^\d+$/.test(v), 'This password is entirely numeric.');
+
+export const userOut = z.object({ id: z.number().int(), email: z.string(), name: z.string() });
+export type UserOut = z.output<typeof userOut>;
+
+export const registerBody = z.object({ email, password, name: userName.default('') });
+export const loginBody = z.object({ email: z.string().max(254), password: z.string().max(128) });
+export const tokenOut = z.object({ auth_token: z.string() });
+export const updateMeBody = z.object({ email: email.optional(), name: userName.optional() });
+export const deleteMeBody = z.object({ current_password: z.string().max(128) });
+export const setPasswordBody = z.object({ current_password: z.string().max(128), new_password: password });
+export const resetPasswordBody = z.object({ email: z.string().max(254) });
+export const resetPasswordConfirmBody = z.object({
+  uid: z.union([z.string().max(32), z.number().int()]).transform(String),
+  token: z.string().min(1).max(128),
+  new_password: password,
+});

@@ -1,0 +1,46 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+
+export type ReadinessCheck = () => Promise<void>;
+
+const readyOut = z.object({
+  status: z.enum(['ok', 'unavailable']),
+  checks: z.record(z.string(), z.enum(['ok', 'failed'])),
+});
+
+/** `/healthz`: the process answers. `/readyz`: every dependency it needs answers too. */
+export function registerHealth(app: FastifyInstance, checks: Record<string, ReadinessCheck>): void {
+  app.get(
+    '/healthz',
+    { config: { auth: 'none' }, schema: { tags: ['operations'], response: { 200: z.object({ status: z.literal('ok') }) } } },
+    async () => ({ status: 'ok' as const }),
+  );
+
+  app.get(
+    '/readyz',
+    { config: { auth: 'none' }, schema: { tags: ['operations'], response: { 200: readyOut, 503: readyOut } } },
+    async (request, reply) => {
+      const entries = await Promise.all(
+        Object.entries(checks).map(async ([name, check]) => {
+          try {
+            await withTimeout(check(), 3000);
+            return [name, 'ok'] as const;
+          } catch (error) {
+            request.log.warn({ err: error, check: name }, 'readiness check failed');
+            return [name, 'failed'] as const;
+          }
+        }),
+      );
+      const ok = entries.every(([, state]) => state === 'ok');
+      return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'unavailable', checks: Object.fromEntries(entries) });
+    },
+  );
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,26 @@
+import { buildApp } from './app.js';
+import { loadConfig } from './config/env.js';
+import { resolveSecretKey } from './config/secret-key.js';
+import { createDeps } from './deps.js';
+import { createLogger } from './platform/logger.js';
+import { onShutdownSignal } from './platform/shutdown.js';
+
+const config = resolveSecretKey(loadConfig());
+const log = createLogger(config.LOG_LEVEL);
+const deps = await createDeps(config, log);
+const app = await buildApp(deps);
+
+await app.listen({ port: config.PORT, host: config.HOST });
+log.info(
+  {
+    database: deps.database.kind,
+    docs: `${config.publicBaseUrl}/api/docs/`,
+  },
+  'service started',
+);
+
+onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
+  // Stop accepting requests and wait for the ones in flight (open streams included).
+  await app.close();
+  await deps.close();
+});

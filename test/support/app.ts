@@ -1,0 +1,109 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { pino } from 'pino';
+import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { type Config, loadConfig } from '../../src/config/env.js';
+import { createDeps, type Deps } from '../../src/deps.js';
+import { type TestDatabase, testDatabase, truncateAll } from './db.js';
+
+export interface Caller {
+  token: string;
+}
+
+export interface RequestOptions {
+  as?: Caller | null;
+  body?: unknown;
+  headers?: Record<string, string>;
+  query?: Record<string, string>;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  deps: Deps;
+  config: Config;
+  database: TestDatabase;
+  request(method: InjectOptions['method'], url: string, options?: RequestOptions): Promise<LightMyRequestResponse>;
+  get(url: string, as?: Caller | null): Promise<LightMyRequestResponse>;
+  post(url: string, body?: unknown, as?: Caller | null): Promise<LightMyRequestResponse>;
+  put(url: string, body?: unknown, as?: Caller | null): Promise<LightMyRequestResponse>;
+  patch(url: string, body?: unknown, as?: Caller | null): Promise<LightMyRequestResponse>;
+  delete(url: string, as?: Caller | null, body?: unknown): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+/** The configuration tests run with: quiet, a temporary DATA_DIR, Redis when TEST_REDIS_URL is set. */
+export function testConfig(env: Record<string, string> = {}): Config {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'wsai-test-'));
+  const redis = process.env.TEST_REDIS_URL;
+  return loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    DATA_DIR: dataDir,
+    SECRET_KEY: 'test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz',
+    PUBLIC_BASE_URL: 'http://localhost:8000',
+    ...(redis ? { REDIS_URL: redis, REDIS_PREFIX: `wsai-test-${inject('testRunId')}-${process.env.VITEST_POOL_ID ?? '0'}` } : {}),
+    ...env,
+  });
+}
+
+/** Builds the real app on this worker's database. */
+export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const config = testConfig(env);
+  const database = await testDatabase();
+  const log = pino({ level: config.LOG_LEVEL });
+  const deps = await createDeps(config, log, { database });
+  const app = await buildApp(deps);
+  await app.ready();
+
+  const request: TestApp['request'] = (method, url, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.as) headers.authorization = `Bearer ${options.as.token}`;
+    const hasBody = options.body !== undefined;
+    return app.inject({
+      method,
+      url,
+      headers,
+      query: options.query,
+      ...(hasBody ? { payload: options.body as InjectOptions['payload'] } : {}),
+    });
+  };
+
+  return {
+    app,
+    deps,
+    config,
+    database,
+    request,
+    get: (url, as) => request('GET', url, { as }),
+    post: (url, body, as) => request('POST', url, { body: body ?? {}, as }),
+    put: (url, body, as) => request('PUT', url, { body: body ?? {}, as }),
+    patch: (url, body, as) => request('PATCH', url, { body: body ?? {}, as }),
+    delete: (url, as, body) => request('DELETE', url, { body, as }),
+    async close() {
+      await app.close();
+      await deps.close();
+      rmSync(config.DATA_DIR, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Registers the hooks of a test file: one app for the file, empty tables before each test.
+ * Use the returned object's fields inside tests (they are set in beforeAll).
+ */
+export function useTestApp(env: Record<string, string> = {}): TestApp {
+  const holder = {} as TestApp;
+  beforeAll(async () => {
+    Object.assign(holder, await createTestApp(env));
+  });
+  beforeEach(async () => {
+    await truncateAll(holder.database);
+  });
+  afterAll(async () => {
+    await holder.close?.();
+  });
+  return holder;
+}

@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { openDatabase } from '../../src/db/client.js';
+import { runMigrations } from '../../src/db/migrate.js';
+
+/**
+ * On PostgreSQL (TEST_DATABASE_URL set) one template database is migrated once per run; every
+ * worker clones it (CREATE DATABASE ... TEMPLATE), which is much faster than migrating again.
+ * Run ids keep concurrent runs on one server apart. On PGlite each worker migrates its own.
+ */
+export default async function setup(project: TestProject) {
+  const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+  project.provide('testRunId', runId);
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) return;
+
+  const template = `wsai_test_${runId}_tpl`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${template}"`);
+  const templateUrl = withDatabase(url, template);
+  const database = await openDatabase({ url: templateUrl, poolSize: 1 });
+  await runMigrations(database, templateUrl);
+  await database.close();
+  await admin.end();
+
+  return async () => {
+    const cleanup = new pg.Client({ connectionString: url });
+    await cleanup.connect();
+    const { rows } = await cleanup.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE datname LIKE $1`,
+      [`wsai_test_${runId}_%`],
+    );
+    for (const { datname } of rows) await cleanup.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+    await cleanup.end();
+  };
+}
+
+export function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    testRunId: string;
+  }
+}
