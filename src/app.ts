@@ -5,10 +5,19 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Deps } from './deps.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
+import { usersRoutes } from './modules/users/users.routes.js';
+import { membershipsRoutes } from './modules/workspaces/memberships.routes.js';
+import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
 import { registerAuthentication } from './platform/auth.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHealth } from './platform/health.js';
 import { registerMetrics } from './platform/metrics.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    registeredRoutes: string[];
+  }
+}
 
 /**
  * Builds the HTTP application in Fastify's load order: ecosystem plugins (OpenAPI), platform
@@ -27,6 +36,13 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
     return503OnClosing: true,
+  });
+
+  // Every route as `METHOD /pattern`, for the role-matrix completeness test and diagnostics.
+  const routes: string[] = [];
+  app.decorate('registeredRoutes', routes);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) if (method !== 'HEAD') routes.push(`${method} ${route.url}`);
   });
 
   app.setValidatorCompiler(validatorCompiler);
@@ -62,6 +78,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(async (api) => {
     registerAuthentication(api, services.auth.verifyToken);
     await api.register(authRoutes, { auth: services.auth });
+    await api.register(usersRoutes, { users: services.users });
+    await api.register(workspacesRoutes, { workspaces: services.workspaces });
+    await api.register(membershipsRoutes, { memberships: services.memberships });
   });
 
   return app;

@@ -6,6 +6,9 @@ import { createOutboxMailer } from './platform/mail/outbox.js';
 import type { Mailer } from './platform/mail/port.js';
 import { createMetrics, type Metrics } from './platform/metrics.js';
 import { createAuthService } from './modules/auth/auth.service.js';
+import { createUsersService } from './modules/users/users.service.js';
+import { createMembershipsService } from './modules/workspaces/memberships.service.js';
+import { createWorkspacesService } from './modules/workspaces/workspaces.service.js';
 
 /**
  * The composition root: every adapter is chosen here, once, from configuration, and every
@@ -32,6 +35,9 @@ function createServices(base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer
   const db = database.db;
   return {
     auth: createAuthService({ db, config, mailer, log: log.child({ module: 'auth' }) }),
+    users: createUsersService({ db }),
+    workspaces: createWorkspacesService({ db }),
+    memberships: createMembershipsService({ db }),
   };
 }
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { sql } from 'drizzle-orm';
 import { inject } from 'vitest';
-import { type Database, openDatabase, openPglite } from '../../src/db/client.js';
+import { type Database, openDatabase, openPglite, queryRows } from '../../src/db/client.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { withDatabase } from './global-setup.js';
 
@@ -44,10 +44,11 @@ let tableList: string | undefined;
 /** Empties every application table (not the migrations journal) and restarts id sequences. */
 export async function truncateAll(database: Database): Promise<void> {
   if (!tableList) {
-    const result = await database.db.execute<{ tablename: string }>(
+    const rows = await queryRows<{ tablename: string }>(
+      database.db,
       sql`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`,
     );
-    tableList = result.rows.map((r) => `"${r.tablename}"`).join(', ');
+    tableList = rows.map((r) => `"${r.tablename}"`).join(', ');
   }
   if (tableList) await database.db.execute(sql.raw(`TRUNCATE ${tableList} RESTART IDENTITY CASCADE`));
 }

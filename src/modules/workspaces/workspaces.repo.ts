@@ -1,8 +1,165 @@
-import { count, eq } from 'drizzle-orm';
-import type { DbOrTx } from '../../db/client.js';
-import { workspaces } from './workspaces.table.js';
+import { and, asc, count, eq, inArray, sql } from 'drizzle-orm';
+import { type DbOrTx, queryRows } from '../../db/client.js';
+import { teamMemberships, teams } from '../teams/teams.table.js';
+import { users } from '../users/users.table.js';
+import type { WorkspaceRole } from './workspaces.schemas.js';
+import { workspaceMemberships, workspaces } from './workspaces.table.js';
+
+export type WorkspaceRow = typeof workspaces.$inferSelect;
+export type MembershipRow = typeof workspaceMemberships.$inferSelect;
+export type MembershipWithUser = MembershipRow & { user: { id: number; email: string; name: string } };
 
 export async function countOwnedWorkspaces(db: DbOrTx, userId: number): Promise<number> {
   const [row] = await db.select({ n: count() }).from(workspaces).where(eq(workspaces.ownerId, userId));
   return row?.n ?? 0;
+}
+
+export async function findWorkspace(db: DbOrTx, id: string): Promise<WorkspaceRow | undefined> {
+  const [row] = await db.select().from(workspaces).where(eq(workspaces.id, id));
+  return row;
+}
+
+/** The workspace and the user's membership in it, in one query; undefined when not a member. */
+export async function findWorkspaceWithMembership(db: DbOrTx, workspaceId: string, userId: number) {
+  const [row] = await db
+    .select({ workspace: workspaces, membership: workspaceMemberships })
+    .from(workspaceMemberships)
+    .innerJoin(workspaces, eq(workspaces.id, workspaceMemberships.workspaceId))
+    .where(and(eq(workspaceMemberships.workspaceId, workspaceId), eq(workspaceMemberships.userId, userId)));
+  return row;
+}
+
+export async function listWorkspacesOfUser(db: DbOrTx, userId: number, limit: number, offset: number) {
+  const where = eq(workspaceMemberships.userId, userId);
+  const [rows, [total]] = await Promise.all([
+    db
+      .select({ workspace: workspaces, role: workspaceMemberships.role })
+      .from(workspaceMemberships)
+      .innerJoin(workspaces, eq(workspaces.id, workspaceMemberships.workspaceId))
+      .where(where)
+      .orderBy(asc(workspaces.createdAt), asc(workspaces.id))
+      .limit(limit)
+      .offset(offset),
+    db.select({ n: count() }).from(workspaceMemberships).where(where),
+  ]);
+  return { rows, count: total?.n ?? 0 };
+}
+
+/** Inserts unless the slug is taken; undefined means "try another slug". */
+export async function insertWorkspace(db: DbOrTx, values: { name: string; slug: string; ownerId: number }) {
+  const [row] = await db.insert(workspaces).values(values).onConflictDoNothing({ target: workspaces.slug }).returning();
+  return row;
+}
+
+export async function updateWorkspace(
+  db: DbOrTx,
+  id: string,
+  values: Partial<Pick<WorkspaceRow, 'name' | 'status' | 'ownerId'>>,
+): Promise<WorkspaceRow> {
+  const [row] = await db
+    .update(workspaces)
+    .set({ ...values, updatedAt: new Date() })
+    .where(eq(workspaces.id, id))
+    .returning();
+  return row!;
+}
+
+export async function deleteWorkspace(db: DbOrTx, id: string): Promise<void> {
+  await db.delete(workspaces).where(eq(workspaces.id, id));
+}
+
+// --- memberships ------------------------------------------------------------------------------
+
+export async function insertMembership(db: DbOrTx, values: { workspaceId: string; userId: number; role: WorkspaceRole }) {
+  const [row] = await db
+    .insert(workspaceMemberships)
+    .values(values)
+    .onConflictDoNothing({ target: [workspaceMemberships.workspaceId, workspaceMemberships.userId] })
+    .returning();
+  return row;
+}
+
+export async function setMembershipRole(db: DbOrTx, workspaceId: string, userId: number, role: WorkspaceRole) {
+  await db
+    .update(workspaceMemberships)
+    .set({ role, updatedAt: new Date() })
+    .where(and(eq(workspaceMemberships.workspaceId, workspaceId), eq(workspaceMemberships.userId, userId)));
+}
+
+const membershipWithUser = {
+  id: workspaceMemberships.id,
+  workspaceId: workspaceMemberships.workspaceId,
+  userId: workspaceMemberships.userId,
+  role: workspaceMemberships.role,
+  createdAt: workspaceMemberships.createdAt,
+  updatedAt: workspaceMemberships.updatedAt,
+  user: { id: users.id, email: users.email, name: users.name },
+};
+
+/** Memberships of every workspace `viewerId` belongs to (optionally one workspace). */
+export async function listVisibleMemberships(
+  db: DbOrTx,
+  viewerId: number,
+  options: { workspaceId?: string; limit: number; offset: number },
+): Promise<{ rows: MembershipWithUser[]; count: number }> {
+  const viewerWorkspaces = db
+    .select({ id: workspaceMemberships.workspaceId })
+    .from(workspaceMemberships)
+    .where(eq(workspaceMemberships.userId, viewerId));
+  const where = and(
+    inArray(workspaceMemberships.workspaceId, viewerWorkspaces),
+    options.workspaceId ? eq(workspaceMemberships.workspaceId, options.workspaceId) : undefined,
+  );
+  const [rows, [total]] = await Promise.all([
+    db
+      .select(membershipWithUser)
+      .from(workspaceMemberships)
+      .innerJoin(users, eq(users.id, workspaceMemberships.userId))
+      .where(where)
+      .orderBy(asc(workspaceMemberships.createdAt), asc(workspaceMemberships.id))
+      .limit(options.limit)
+      .offset(options.offset),
+    db.select({ n: count() }).from(workspaceMemberships).where(where),
+  ]);
+  return { rows, count: total?.n ?? 0 };
+}
+
+export async function listMembershipsOfUser(db: DbOrTx, userId: number): Promise<MembershipWithUser[]> {
+  return db
+    .select(membershipWithUser)
+    .from(workspaceMemberships)
+    .innerJoin(users, eq(users.id, workspaceMemberships.userId))
+    .where(eq(workspaceMemberships.userId, userId))
+    .orderBy(asc(workspaceMemberships.createdAt), asc(workspaceMemberships.id));
+}
+
+export async function findMembershipById(db: DbOrTx, id: string): Promise<MembershipWithUser | undefined> {
+  const [row] = await db
+    .select(membershipWithUser)
+    .from(workspaceMemberships)
+    .innerJoin(users, eq(users.id, workspaceMemberships.userId))
+    .where(eq(workspaceMemberships.id, id));
+  return row;
+}
+
+/**
+ * Takes a user out of a workspace: the membership and every team membership in the workspace's
+ * teams. Access granted through other records (chat shares, knowledge-base rules) is checked
+ * against current membership, so it ends here too.
+ */
+export async function removeMember(db: DbOrTx, workspaceId: string, userId: number): Promise<void> {
+  const workspaceTeams = db.select({ id: teams.id }).from(teams).where(eq(teams.workspaceId, workspaceId));
+  await db
+    .delete(teamMemberships)
+    .where(and(eq(teamMemberships.userId, userId), inArray(teamMemberships.teamId, workspaceTeams)));
+  await db
+    .delete(workspaceMemberships)
+    .where(and(eq(workspaceMemberships.workspaceId, workspaceId), eq(workspaceMemberships.userId, userId)));
+}
+
+/** Locks the workspace row for the rest of the transaction (ownership changes, removals). */
+export async function lockWorkspace(db: DbOrTx, id: string): Promise<WorkspaceRow | undefined> {
+  const rows = await queryRows<{ id: string }>(db, sql`SELECT id FROM workspaces WHERE id = ${id} FOR UPDATE`);
+  if (!rows.length) return undefined;
+  return findWorkspace(db, id);
 }

@@ -1,0 +1,19 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { currentUser } from '../../platform/auth.js';
+import { userOut } from '../auth/auth.schemas.js';
+import { meOut, updateUserBody, userIdParams } from './users.schemas.js';
+import type { UsersService } from './users.service.js';
+
+const tags = ['users'];
+
+export const usersRoutes: FastifyPluginAsyncZod<{ users: UsersService }> = async (app, { users }) => {
+  app.get('/api/users/me/', { schema: { tags, response: { 200: meOut } } }, async (request) =>
+    users.me(currentUser(request).id),
+  );
+
+  app.patch(
+    '/api/users/:id/',
+    { schema: { tags, params: userIdParams, body: updateUserBody, response: { 200: userOut } } },
+    async (request) => users.updateName(currentUser(request).id, request.params.id, request.body.name),
+  );
+};

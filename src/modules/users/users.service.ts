@@ -1,0 +1,43 @@
+import type { Db } from '../../db/client.js';
+import { PermissionDeniedError } from '../../platform/errors.js';
+import { toUserOut } from '../auth/auth.service.js';
+import type { UserOut } from '../auth/auth.schemas.js';
+import { listWorkspacesOfUser } from '../workspaces/workspaces.repo.js';
+import type { MeOut } from './users.schemas.js';
+import * as repo from './users.repo.js';
+
+// /api/users/me/ lists every workspace of the user; a bound keeps the response finite.
+const MAX_WORKSPACES_IN_ME = 500;
+
+export function createUsersService({ db }: { db: Db }) {
+  return {
+    async me(userId: number): Promise<MeOut> {
+      const [user, memberships] = await Promise.all([
+        repo.findUserById(db, userId),
+        listWorkspacesOfUser(db, userId, MAX_WORKSPACES_IN_ME, 0),
+      ]);
+      if (!user) throw new PermissionDeniedError();
+      return {
+        ...toUserOut(user),
+        workspaces: memberships.rows.map(({ workspace, role }) => ({
+          id: workspace.id,
+          name: workspace.name,
+          slug: workspace.slug,
+          role,
+          is_owner: workspace.ownerId === userId,
+        })),
+      };
+    },
+
+    /** Only your own name; anyone else's id (existing or not) is 403. */
+    async updateName(callerId: number, targetId: string, name: string): Promise<UserOut> {
+      if (String(callerId) !== targetId) {
+        throw new PermissionDeniedError('You can only update your own profile.', 'permission_denied');
+      }
+      const user = await repo.updateUser(db, callerId, { name });
+      return toUserOut(user!);
+    },
+  };
+}
+
+export type UsersService = ReturnType<typeof createUsersService>;

@@ -1,0 +1,138 @@
+import { type MatrixRow, statuses } from './world.js';
+import { TEST_PASSWORD } from '../support/factories.js';
+
+let n = 0;
+const freshEmail = () => `matrix-${Date.now()}-${++n}@example.com`;
+
+/** Accounts, users, workspaces and memberships. */
+export const coreRows: MatrixRow[] = [
+  // --- accounts (/auth/) ---
+  {
+    route: 'POST /auth/users/',
+    request: () => ({ url: '/auth/users/', body: { email: freshEmail(), password: 'long-enough-pw' } }),
+    expect: statuses(201, 201, 201, 201, 201),
+  },
+  {
+    route: 'POST /auth/token/login/',
+    request: (w) => ({ url: '/auth/token/login/', body: { email: w.users.member.email, password: TEST_PASSWORD } }),
+    expect: statuses(200, 200, 200, 200, 200),
+  },
+  { route: 'POST /auth/token/logout/', request: () => ({ url: '/auth/token/logout/' }), expect: statuses(204, 204, 204, 204, 403) },
+  { route: 'GET /auth/users/me/', request: () => ({ url: '/auth/users/me/' }), expect: statuses(200, 200, 200, 200, 403) },
+  {
+    route: 'PATCH /auth/users/me/',
+    request: () => ({ url: '/auth/users/me/', body: { name: 'Renamed' } }),
+    expect: statuses(200, 200, 200, 200, 403),
+  },
+  {
+    route: 'PUT /auth/users/me/',
+    request: () => ({ url: '/auth/users/me/', body: { name: 'Renamed' } }),
+    expect: statuses(200, 200, 200, 200, 403),
+  },
+  {
+    route: 'DELETE /auth/users/me/',
+    request: () => ({ url: '/auth/users/me/', body: { current_password: TEST_PASSWORD } }),
+    // The owner and the outsider own workspaces: 409 until they hand them over.
+    expect: statuses(409, 204, 204, 409, 403),
+  },
+  {
+    route: 'POST /auth/users/set_password/',
+    request: () => ({
+      url: '/auth/users/set_password/',
+      body: { current_password: TEST_PASSWORD, new_password: 'another-long-secret' },
+    }),
+    expect: statuses(204, 204, 204, 204, 403),
+  },
+  {
+    route: 'POST /auth/users/reset_password/',
+    request: (w) => ({ url: '/auth/users/reset_password/', body: { email: w.users.member.email } }),
+    expect: statuses(204, 204, 204, 204, 204),
+  },
+  {
+    route: 'POST /auth/users/reset_password_confirm/',
+    request: (w) => ({
+      url: '/auth/users/reset_password_confirm/',
+      body: { uid: String(w.users.member.id), token: 'not-a-real-token', new_password: 'another-long-secret' },
+    }),
+    expect: statuses(400, 400, 400, 400, 400),
+  },
+
+  // --- users ---
+  { route: 'GET /api/users/me/', request: () => ({ url: '/api/users/me/' }), expect: statuses(200, 200, 200, 200, 403) },
+  {
+    route: 'PATCH /api/users/:id/',
+    label: "the member's own id",
+    request: (w) => ({ url: `/api/users/${w.users.member.id}/`, body: { name: 'Mine' } }),
+    expect: statuses(403, 403, 200, 403, 403),
+  },
+
+  // --- workspaces ---
+  { route: 'GET /api/workspaces/', request: () => ({ url: '/api/workspaces/' }), expect: statuses(200, 200, 200, 200, 403) },
+  {
+    route: 'POST /api/workspaces/',
+    request: () => ({ url: '/api/workspaces/', body: { name: 'Another' } }),
+    expect: statuses(201, 201, 201, 201, 403),
+  },
+  {
+    route: 'GET /api/workspaces/:id/',
+    request: (w) => ({ url: `/api/workspaces/${w.workspace.id}/` }),
+    expect: statuses(200, 200, 200, 403, 403),
+  },
+  {
+    route: 'PATCH /api/workspaces/:id/',
+    request: (w) => ({ url: `/api/workspaces/${w.workspace.id}/`, body: { name: 'Renamed' } }),
+    expect: statuses(200, 200, 403, 403, 403),
+  },
+  {
+    route: 'PUT /api/workspaces/:id/',
+    request: (w) => ({ url: `/api/workspaces/${w.workspace.id}/`, body: { name: 'Renamed' } }),
+    expect: statuses(200, 200, 403, 403, 403),
+  },
+  {
+    route: 'DELETE /api/workspaces/:id/',
+    request: (w) => ({ url: `/api/workspaces/${w.workspace.id}/` }),
+    expect: statuses(204, 403, 403, 403, 403),
+  },
+  {
+    route: 'POST /api/workspaces/:id/transfer-ownership/',
+    request: (w) => ({ url: `/api/workspaces/${w.workspace.id}/transfer-ownership/`, body: { user: w.member2.id } }),
+    expect: statuses(200, 403, 403, 403, 403),
+  },
+  {
+    route: 'POST /api/workspaces/:id/leave/',
+    request: (w) => ({ url: `/api/workspaces/${w.workspace.id}/leave/` }),
+    expect: statuses(403, 204, 204, 403, 403),
+  },
+
+  // --- workspace memberships ---
+  {
+    route: 'GET /api/workspacememberships/',
+    request: () => ({ url: '/api/workspacememberships/' }),
+    expect: statuses(200, 200, 200, 200, 403),
+  },
+  {
+    route: 'GET /api/workspacememberships/mine/',
+    request: () => ({ url: '/api/workspacememberships/mine/' }),
+    expect: statuses(200, 200, 200, 200, 403),
+  },
+  {
+    route: 'GET /api/workspacememberships/:id/',
+    request: (w) => ({ url: `/api/workspacememberships/${w.memberships.member2}/` }),
+    expect: statuses(200, 200, 200, 404, 403),
+  },
+  {
+    route: 'PUT /api/workspacememberships/:id/',
+    request: (w) => ({ url: `/api/workspacememberships/${w.memberships.member2}/`, body: { role: 'admin' } }),
+    expect: statuses(200, 200, 403, 404, 403),
+  },
+  {
+    route: 'PATCH /api/workspacememberships/:id/',
+    request: (w) => ({ url: `/api/workspacememberships/${w.memberships.member2}/`, body: { role: 'admin' } }),
+    expect: statuses(200, 200, 403, 404, 403),
+  },
+  {
+    route: 'DELETE /api/workspacememberships/:id/',
+    request: (w) => ({ url: `/api/workspacememberships/${w.memberships.member2}/` }),
+    expect: statuses(204, 204, 403, 404, 403),
+  },
+];
