@@ -5,6 +5,15 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Deps } from './deps.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
+import { checkoutRoutes } from './modules/billing/checkout.routes.js';
+import { planRoutes } from './modules/billing/plan.routes.js';
+import { chatsRoutes } from './modules/chats/chats.routes.js';
+import { messagesRoutes } from './modules/messages/messages.routes.js';
+import { webhookRoutes } from './modules/billing/webhook.routes.js';
+import { modelsRoutes } from './modules/models/models.routes.js';
+import { invitationsRoutes } from './modules/invitations/invitations.routes.js';
+import { teamMembershipsRoutes } from './modules/teams/team-memberships.routes.js';
+import { teamsRoutes } from './modules/teams/teams.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
 import { membershipsRoutes } from './modules/workspaces/memberships.routes.js';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
@@ -12,6 +21,8 @@ import { registerAuthentication } from './platform/auth.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHealth } from './platform/health.js';
 import { registerMetrics } from './platform/metrics.js';
+import { isLocalStorage } from './platform/storage/local.js';
+import { localStorageRoutes } from './platform/storage/local.routes.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -73,7 +84,15 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.get('/api/schema/', { schema: { hide: true } }, async () => app.swagger());
 
   registerMetrics(app, deps.metrics);
-  registerHealth(app, { database: () => deps.database.ping() });
+  registerHealth(app, {
+    database: () => deps.database.ping(),
+    ...(config.REDIS_URL ? { redis: async () => void (await Promise.all([deps.queue.ping(), deps.pubsub.ping()])) } : {}),
+    storage: () => deps.storage.ping(),
+  });
+  // Local storage: the app serves the signed upload/download URLs itself (the signature is the
+  // credential, so these routes sit outside the authenticated API context).
+  const { storage } = deps;
+  if (isLocalStorage(storage)) await app.register(localStorageRoutes, { storage });
 
   await app.register(async (api) => {
     registerAuthentication(api, services.auth.verifyToken);
@@ -81,6 +100,24 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     await api.register(usersRoutes, { users: services.users });
     await api.register(workspacesRoutes, { workspaces: services.workspaces });
     await api.register(membershipsRoutes, { memberships: services.memberships });
+    await api.register(planRoutes, { planService: services.plan });
+    await api.register(checkoutRoutes, { checkout: services.checkout });
+    // Signed by the provider, no user (config auth: 'none'); keeps its JSON bodies raw.
+    await api.register(webhookRoutes, { webhooks: services.webhooks });
+    await api.register(modelsRoutes, { models: services.models });
+    await api.register(chatsRoutes, { chats: services.chats });
+    await api.register(messagesRoutes, {
+      messages: services.messages,
+      agentAsync: config.AGENT_ASYNC_ENABLED,
+      maxFileBytes: Math.max(...Object.values(deps.plans).map((plan) => plan.max_file_size_bytes)),
+      heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
+      enqueueAgentTask: async (taskId) => {
+        await deps.jobs.enqueue('chat.agent-reply', { taskId }, { jobId: taskId });
+      },
+    });
+    await api.register(teamsRoutes, { teams: services.teams });
+    await api.register(teamMembershipsRoutes, { teamMemberships: services.teamMemberships });
+    await api.register(invitationsRoutes, { invitations: services.invitations });
   });
 
   return app;

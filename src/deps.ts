@@ -4,8 +4,38 @@ import { type Database, openDatabase } from './db/client.js';
 import { runMigrations } from './db/migrate.js';
 import { createOutboxMailer } from './platform/mail/outbox.js';
 import type { Mailer } from './platform/mail/port.js';
+import { createSmtpMailer } from './platform/mail/smtp.js';
+import { createMemoryPubSub } from './platform/pubsub/memory.js';
+import type { PubSub } from './platform/pubsub/port.js';
+import { createRedisPubSub } from './platform/pubsub/redis.js';
+import { createBullmqQueue } from './platform/queue/bullmq.js';
+import { createJobs, type JobRegistry } from './platform/queue/jobs.js';
+import { createMemoryQueue } from './platform/queue/memory.js';
+import type { JobQueue } from './platform/queue/port.js';
+import { createMemoryRateLimiter, createRedisRateLimiter } from './platform/ratelimit/limiter.js';
+import type { RateLimiter } from './platform/ratelimit/port.js';
+import { createLocalStorage } from './platform/storage/local.js';
+import type { ObjectStorage } from './platform/storage/port.js';
+import { createS3Storage } from './platform/storage/s3.js';
 import { createMetrics, type Metrics } from './platform/metrics.js';
 import { createAuthService } from './modules/auth/auth.service.js';
+import { createCreditService } from './modules/billing/credit.service.js';
+import { createChatsService } from './modules/chats/chats.service.js';
+import { noKnowledge } from './modules/agents/knowledge.js';
+import { agentReplyJob } from './modules/messages/messages.jobs.js';
+import { createMessagesService } from './modules/messages/messages.service.js';
+import { createStreamControl } from './modules/messages/stream-control.js';
+import { createModelRegistry } from './modules/models/providers.js';
+import { createCheckoutService } from './modules/billing/checkout.service.js';
+import { createPaymentProvider } from './modules/billing/payment-provider.js';
+import { createWebhookService } from './modules/billing/webhook.service.js';
+import { createPlanService, type DocumentUsage } from './modules/billing/plan.service.js';
+import { loadPlans, type Plans } from './modules/billing/plans.js';
+import { loadCatalog, type ModelCatalog } from './modules/models/catalog.js';
+import { createModelsService } from './modules/models/models.service.js';
+import { createInvitationsService } from './modules/invitations/invitations.service.js';
+import { createTeamMembershipsService } from './modules/teams/team-memberships.service.js';
+import { createTeamsService } from './modules/teams/teams.service.js';
 import { createUsersService } from './modules/users/users.service.js';
 import { createMembershipsService } from './modules/workspaces/memberships.service.js';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.js';
@@ -21,6 +51,20 @@ export interface Deps {
   database: Database;
   mailer: Mailer;
   metrics: Metrics;
+  /** Background jobs: in-process, or BullMQ when REDIS_URL is set. */
+  queue: JobQueue;
+  /** The typed job list on `queue`: `jobs.enqueue(name, payload)`. */
+  jobs: Jobs;
+  /** Messages between API processes (stream stop): in-process, or Redis. */
+  pubsub: PubSub;
+  /** Throttle counters: in-process, or Redis (shared by every API process). */
+  limiter: RateLimiter;
+  /** Files: DATA_DIR/files with app-signed URLs, or S3 (STORAGE_BACKEND). */
+  storage: ObjectStorage;
+  /** Chat, embedding and transcription models with their prices (built-in + MODEL_CATALOG_FILE). */
+  catalog: ModelCatalog;
+  /** The four plans (built-in + PLANS_FILE). */
+  plans: Plans;
   services: ReturnType<typeof createServices>;
   close(): Promise<void>;
 }
@@ -28,20 +72,126 @@ export interface Deps {
 export interface DepsOverrides {
   /** An open, migrated database (tests share one per worker); it is not closed by `close()`. */
   database?: Database;
+  /** Adapters a test brings; like the database, they are not closed by `close()`. */
+  queue?: JobQueue;
+  pubsub?: PubSub;
+  limiter?: RateLimiter;
+  storage?: ObjectStorage;
+  mailer?: Mailer;
 }
 
-function createServices(base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer'>) {
-  const { config, log, database, mailer } = base;
+/**
+ * Every background job of the service (DESIGN rule 7), declared once with `defineJob`
+ * (usually in the module's `*.jobs.ts`). Handlers reach services through `deps()`: they only
+ * run once `createDeps` has returned.
+ */
+function jobDefinitions(deps: () => Deps) {
+  return [agentReplyJob(() => deps().services.messages)] as const;
+}
+
+export type Jobs = JobRegistry<ReturnType<typeof jobDefinitions>>;
+
+type Infrastructure = Pick<Deps, 'queue' | 'pubsub' | 'limiter' | 'storage' | 'mailer'>;
+
+/** Chooses each adapter once, from configuration: Redis when REDIS_URL is set, else in-process. */
+function createInfrastructure(config: Config, log: Logger, database: Database, overrides: DepsOverrides): Infrastructure {
+  const redis = config.REDIS_URL;
+  const prefix = config.REDIS_PREFIX;
+  const queue =
+    overrides.queue ??
+    (redis
+      ? createBullmqQueue({ url: redis, prefix, concurrency: config.WORKER_CONCURRENCY, log: log.child({ module: 'queue' }) })
+      : createMemoryQueue({ concurrency: config.WORKER_CONCURRENCY, log: log.child({ module: 'queue' }) }));
+  const pubsub =
+    overrides.pubsub ??
+    (redis
+      ? createRedisPubSub({ url: redis, prefix, log: log.child({ module: 'pubsub' }) })
+      : createMemoryPubSub({ log: log.child({ module: 'pubsub' }) }));
+  const limiter =
+    overrides.limiter ??
+    (redis ? createRedisRateLimiter({ url: redis, prefix, log: log.child({ module: 'ratelimit' }) }) : createMemoryRateLimiter());
+  const storage =
+    overrides.storage ??
+    (config.STORAGE_BACKEND === 's3'
+      ? createS3Storage({
+          endpoint: config.S3_ENDPOINT,
+          region: config.S3_REGION,
+          // loadConfig refuses STORAGE_BACKEND=s3 without these.
+          bucket: config.S3_BUCKET!,
+          accessKeyId: config.S3_ACCESS_KEY_ID!,
+          secretAccessKey: config.S3_SECRET_ACCESS_KEY!,
+          forcePathStyle: config.S3_FORCE_PATH_STYLE,
+        })
+      : createLocalStorage({
+          root: `${config.DATA_DIR}/files`,
+          // resolveSecretKey (server, worker) or the test config always provide one.
+          secret: config.SECRET_KEY!,
+          publicBaseUrl: config.publicBaseUrl,
+          maxUploadBytes: config.STORAGE_MAX_UPLOAD_BYTES,
+        }));
+  const mailLog = log.child({ module: 'mail' });
+  const mailer =
+    overrides.mailer ??
+    (config.SMTP_URL
+      ? createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM, db: database.db, log: mailLog })
+      : createOutboxMailer(database.db, mailLog));
+  return { queue, pubsub, limiter, storage, mailer };
+}
+
+function createServices(
+  base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'storage'>,
+) {
+  const { config, log, database, mailer, catalog, plans, pubsub, limiter, storage } = base;
   const db = database.db;
+  const modelRegistry = createModelRegistry(config, catalog);
+  const streams = createStreamControl({ pubsub, log: log.child({ module: 'streams' }) });
+  // Replaced by the knowledge module's search once knowledge bases exist.
+  const knowledge = noKnowledge;
+  const credit = createCreditService({ db, plans, catalog, log: log.child({ module: 'credit' }) });
+  // Replaced by the documents module's counter once documents exist.
+  const documentUsage: DocumentUsage = async () => ({ documents: 0, storageBytes: 0 });
   return {
+    credit,
+    plan: createPlanService({ db, plans, credit, documentUsage }),
+    webhooks: createWebhookService({ db, secret: config.PAYMENT_WEBHOOK_SECRET, log: log.child({ module: 'billing' }) }),
+    checkout: createCheckoutService({
+      db,
+      plans,
+      provider: createPaymentProvider(config),
+      publicBaseUrl: config.publicBaseUrl,
+      log: log.child({ module: 'billing' }),
+    }),
+    models: createModelsService({ db, plans, catalog }),
+    chats: createChatsService({ db, plans, catalog, credit }),
+    modelRegistry,
+    streams,
+    messages: createMessagesService({
+      db,
+      config,
+      plans,
+      catalog,
+      credit,
+      limiter,
+      storage,
+      modelRegistry,
+      knowledge,
+      streams,
+      log: log.child({ module: 'messages' }),
+    }),
     auth: createAuthService({ db, config, mailer, log: log.child({ module: 'auth' }) }),
     users: createUsersService({ db }),
     workspaces: createWorkspacesService({ db }),
     memberships: createMembershipsService({ db }),
+    teams: createTeamsService({ db }),
+    teamMemberships: createTeamMembershipsService({ db }),
+    invitations: createInvitationsService({ db, config, mailer, log: log.child({ module: 'invitations' }) }),
   };
 }
 
 export async function createDeps(config: Config, log: Logger, overrides: DepsOverrides = {}): Promise<Deps> {
+  // Loaded before the database opens so a bad catalog or plans file fails fast at start-up.
+  const catalog = loadCatalog(config.MODEL_CATALOG_FILE);
+  const plans = loadPlans(config.PLANS_FILE, catalog);
   const ownsDatabase = !overrides.database;
   const database =
     overrides.database ??
@@ -52,16 +202,35 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
     }));
   if (ownsDatabase) await runMigrations(database, config.DATABASE_URL);
 
-  const mailer = createOutboxMailer(database.db, log.child({ module: 'mail' }));
+  const infrastructure = createInfrastructure(config, log, database, overrides);
+  const { queue, pubsub, limiter, storage, mailer } = infrastructure;
+  // Filled in below, before any job can run (handlers only run after startWorker).
+  const late: { deps?: Deps } = {};
+  const jobs: Jobs = createJobs(
+    queue,
+    jobDefinitions(() => {
+      if (!late.deps) throw new Error('jobs ran before the dependencies were ready');
+      return late.deps;
+    }),
+  );
   const metrics = createMetrics();
-  const base = { config, log, database, mailer };
-  return {
+  const base = { config, log, database, mailer, catalog, plans, queue, jobs, pubsub, limiter, storage };
+  const deps: Deps = {
     ...base,
     metrics,
     services: createServices(base),
     async close() {
-      await mailer.close();
+      // The queue first: running jobs finish while the database, storage and mail they use are open.
+      const owned = (name: keyof Infrastructure) => !overrides[name];
+      if (owned('queue')) await queue.close();
+      await Promise.all(
+        (['pubsub', 'limiter', 'storage', 'mailer'] as const)
+          .filter(owned)
+          .map((name) => infrastructure[name].close()),
+      );
       if (ownsDatabase) await database.close();
     },
   };
+  late.deps = deps;
+  return deps;
 }

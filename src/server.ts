@@ -11,9 +11,14 @@ const deps = await createDeps(config, log);
 const app = await buildApp(deps);
 
 await app.listen({ port: config.PORT, host: config.HOST });
+// Embedded profile (or RUN_WORKER_IN_PROCESS=true): this process also runs the background jobs.
+if (config.runWorkerInProcess) await deps.queue.startWorker();
 log.info(
   {
     database: deps.database.kind,
+    queue: deps.queue.kind,
+    worker: config.runWorkerInProcess ? 'in-process' : 'separate',
+    storage: deps.storage.kind,
     docs: `${config.publicBaseUrl}/api/docs/`,
   },
   'service started',
@@ -22,5 +27,6 @@ log.info(
 onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
   // Stop accepting requests and wait for the ones in flight (open streams included).
   await app.close();
+  // Closes the queue first: running jobs finish, waiting ones stay queued (in Redis) or are dropped (in-process).
   await deps.close();
 });

@@ -8,6 +8,12 @@ import { onShutdownSignal } from './platform/shutdown.js';
 const config = resolveSecretKey(loadConfig());
 const log = createLogger(config.LOG_LEVEL);
 const deps = await createDeps(config, log);
-log.info('worker started');
+if (deps.queue.kind === 'memory') {
+  // Without Redis the queue lives inside each API process: a separate worker would never see a job.
+  log.warn('REDIS_URL is not set: this worker only runs jobs enqueued in its own process');
+}
+await deps.queue.startWorker();
+log.info({ queue: deps.queue.kind, concurrency: config.WORKER_CONCURRENCY }, 'worker started');
 
+// deps.close() closes the queue first, which waits for the running jobs to finish.
 onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, () => deps.close());

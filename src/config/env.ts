@@ -1,12 +1,11 @@
 import { z } from 'zod';
+import { parseRate } from '../platform/ratelimit/rates.js';
 
 /**
  * Every environment variable the service reads, parsed and defaulted in one place.
  * `loadConfig` is pure (no file or network access) so tests can build a config from a plain object.
  * The README's configuration table documents each entry; keep the two in step.
  */
-
-const RATE = /^\d+\/(s|sec|second|m|min|minute|h|hour|d|day)$/;
 
 const bool = (fallback: boolean) =>
   z
@@ -28,7 +27,18 @@ const providerModel = optionalString.pipe(
     .optional(),
 );
 
-const rate = (fallback: string) => z.string().regex(RATE, 'must be a rate such as 20/minute').default(fallback);
+/** A DRF rate such as `20/minute`, checked by the same parser the rate limiter uses. */
+const rate = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .superRefine((value, ctx) => {
+      try {
+        parseRate(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    });
 
 const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -98,6 +108,8 @@ const envSchema = z.object({
   INVITATION_TTL_SECONDS: z.coerce.number().int().positive().default(7 * 24 * 3600),
   /** Lifetime of a password-reset link in seconds. */
   PASSWORD_RESET_TTL_SECONDS: z.coerce.number().int().positive().default(3600),
+  /** Largest upload the local storage backend accepts through a signed URL, in bytes (default 512 MiB). */
+  STORAGE_MAX_UPLOAD_BYTES: z.coerce.number().int().positive().default(512 * 1024 * 1024),
   /** Lifetime of app-signed or presigned storage URLs in seconds. */
   STORAGE_URL_TTL_SECONDS: z.coerce.number().int().positive().max(7 * 24 * 3600).default(900),
   /** Jobs the worker runs at once (per process). */
@@ -107,6 +119,8 @@ const envSchema = z.object({
   /** Largest JSON request body accepted, in bytes. */
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   /** Seconds to wait for streams and jobs to drain on shutdown. */
+  /** Seconds between `: ping` comments on an idle event stream. */
+  SSE_HEARTBEAT_SECONDS: z.coerce.number().min(0.05).max(300).default(15),
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).max(600).default(25),
 });
 

@@ -1,13 +1,19 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestApp } from '../support/app.js';
+import { billingEnv, billingRows, startBillingFakes, stopBillingFakes } from './billing.rows.js';
+import { chatsRows } from './chats.rows.js';
 import { coreRows } from './core.rows.js';
+import { invitationsRows } from './invitations.rows.js';
+import { messagesRows, modelEnv, startModelFake, stopModelFake } from './messages.rows.js';
+import { planRows } from './plans.rows.js';
+import { teamsRows } from './teams.rows.js';
 import { buildWorld, type MatrixRow, roles } from './world.js';
 
 /**
  * Every registered API route × every kind of caller, with the exact status each must get.
  * Later modules add their rows to `rows`; the completeness test fails when a route has none.
  */
-const rows: MatrixRow[] = [...coreRows];
+const rows: MatrixRow[] = [...coreRows, ...teamsRows, ...invitationsRows, ...planRows, ...billingRows, ...chatsRows, ...messagesRows];
 
 // Routes outside the matrix, each with the reason.
 const unlistedRoutes: Record<string, string> = {
@@ -18,7 +24,16 @@ const unlistedRoutes: Record<string, string> = {
 };
 const unlistedPrefixes = ['GET /api/docs', 'PUT /files/', 'GET /files/'];
 
-const t = useTestApp();
+// The fakes (payment API, model server) must listen before the app is built, which reads `env`.
+const env: Record<string, string> = {};
+beforeAll(async () => {
+  await Promise.all([startBillingFakes(), startModelFake()]);
+  Object.assign(env, billingEnv, modelEnv, { THROTTLE_CHAT_MESSAGES: '10000/minute' });
+});
+afterAll(async () => {
+  await Promise.all([stopBillingFakes(), stopModelFake()]);
+});
+const t = useTestApp(env);
 
 describe('role matrix', () => {
   const cases = rows.flatMap((row) =>

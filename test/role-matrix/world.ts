@@ -1,6 +1,15 @@
 import { teamMemberships, teams } from '../../src/modules/teams/teams.table.js';
 import type { TestApp } from '../support/app.js';
-import { addMember, newUser, newWorkspace, type TestUser, type TestWorkspace } from '../support/factories.js';
+import {
+  addMember,
+  addTeamMember,
+  newInvitation,
+  newTeam,
+  newUser,
+  newWorkspace,
+  type TestUser,
+  type TestWorkspace,
+} from '../support/factories.js';
 
 /** The callers every route is tried as. */
 export const roles = ['owner', 'admin', 'member', 'outsider', 'anonymous'] as const;
@@ -20,6 +29,12 @@ export interface World {
   member2: TestUser;
   memberships: { owner: string; admin: string; member: string; member2: string };
   team: { id: string };
+  /** member2's membership of `team`. */
+  teamMemberships: { member2: string };
+  /** A second team, led by the plain member (team admin), with member2 in it: team-admin rights. */
+  memberTeam: { id: string; memberships: { member: string; member2: string } };
+  /** Pending invitations: the outsider to the workspace, the plain member to `team`. */
+  invitations: { outsider: string; memberToTeam: string };
 }
 
 export async function buildWorld(t: TestApp): Promise<World> {
@@ -40,7 +55,19 @@ export async function buildWorld(t: TestApp): Promise<World> {
   };
   const db = t.deps.database.db;
   const [team] = await db.insert(teams).values({ workspaceId: workspace.id, name: 'Core', createdBy: owner!.id }).returning();
-  await db.insert(teamMemberships).values({ teamId: team!.id, userId: member2!.id, role: 'member' });
+  const [coreMember2] = await db
+    .insert(teamMemberships)
+    .values({ teamId: team!.id, userId: member2!.id, role: 'member' })
+    .returning();
+  const memberTeam = await newTeam(t, workspace, 'Member-led');
+  const memberTeamMemberships = {
+    member: await addTeamMember(t, memberTeam, member!, 'admin'),
+    member2: await addTeamMember(t, memberTeam, member2!, 'member'),
+  };
+  const invitations = {
+    outsider: await newInvitation(t, { workspace, email: outsider!.email, invitedBy: owner! }),
+    memberToTeam: await newInvitation(t, { workspace, team: team!, email: member!.email, invitedBy: owner! }),
+  };
   return {
     t,
     workspace,
@@ -49,6 +76,9 @@ export async function buildWorld(t: TestApp): Promise<World> {
     member2: member2!,
     memberships,
     team: { id: team!.id },
+    teamMemberships: { member2: coreMember2!.id },
+    memberTeam: { id: memberTeam.id, memberships: memberTeamMemberships },
+    invitations,
   };
 }
 

@@ -57,6 +57,8 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const deps = await createDeps(config, log, { database });
   const app = await buildApp(deps);
   await app.ready();
+  // As in the embedded server: jobs run in this process, so tests can enqueue and `drain()`.
+  await deps.queue.startWorker();
 
   const request: TestApp['request'] = (method, url, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };

@@ -1,5 +1,7 @@
 import { hash } from '@node-rs/argon2';
 import { randomToken, sha256Hex } from '../../src/platform/secrets.js';
+import { invitations } from '../../src/modules/invitations/invitations.table.js';
+import { teamMemberships, teams } from '../../src/modules/teams/teams.table.js';
 import * as usersRepo from '../../src/modules/users/users.repo.js';
 import { insertMembership } from '../../src/modules/workspaces/workspaces.repo.js';
 import type { TestApp } from './app.js';
@@ -54,5 +56,57 @@ export async function addMember(
   role: 'admin' | 'member' = 'member',
 ): Promise<string> {
   const row = await insertMembership(t.deps.database.db, { workspaceId: workspace.id, userId: user.id, role });
+  return row!.id;
+}
+
+export interface TestTeam {
+  id: string;
+  workspaceId: string;
+  name: string;
+}
+
+/** A team inserted directly, with no members (POST /api/teams/ would make its creator team admin). */
+export async function newTeam(t: TestApp, workspace: { id: string }, name = `Team ${++sequence}`): Promise<TestTeam> {
+  const [row] = await t.deps.database.db.insert(teams).values({ workspaceId: workspace.id, name }).returning();
+  return { id: row!.id, workspaceId: row!.workspaceId, name: row!.name };
+}
+
+/** Adds a team member directly (the API only adds them by invitation); returns the membership id. */
+export async function addTeamMember(
+  t: TestApp,
+  team: { id: string },
+  user: { id: number },
+  role: 'admin' | 'member' = 'member',
+): Promise<string> {
+  const [row] = await t.deps.database.db
+    .insert(teamMemberships)
+    .values({ teamId: team.id, userId: user.id, role })
+    .returning();
+  return row!.id;
+}
+
+/** A pending invitation inserted directly (no mail); `expiresAt` in the past makes an expired one. */
+export async function newInvitation(
+  t: TestApp,
+  values: {
+    workspace: { id: string };
+    email: string;
+    team?: { id: string };
+    role?: 'admin' | 'member';
+    invitedBy?: { id: number };
+    expiresAt?: Date;
+  },
+): Promise<string> {
+  const [row] = await t.deps.database.db
+    .insert(invitations)
+    .values({
+      workspaceId: values.workspace.id,
+      teamId: values.team?.id ?? null,
+      email: values.email.toLowerCase(),
+      role: values.role ?? 'member',
+      invitedBy: values.invitedBy?.id ?? null,
+      expiresAt: values.expiresAt ?? new Date(Date.now() + 24 * 3600_000),
+    })
+    .returning();
   return row!.id;
 }

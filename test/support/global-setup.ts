@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { openDatabase } from '../../src/db/client.js';
 import { runMigrations } from '../../src/db/migrate.js';
+import { deleteKeys } from './redis.js';
 
 /**
  * On PostgreSQL (TEST_DATABASE_URL set) one template database is migrated once per run; every
@@ -12,8 +13,11 @@ import { runMigrations } from '../../src/db/migrate.js';
 export default async function setup(project: TestProject) {
   const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   project.provide('testRunId', runId);
+  const redisUrl = process.env.TEST_REDIS_URL;
+  // Test apps use REDIS_PREFIX wsai-test-<runId>-<worker> (test/support/app.ts): remove their keys.
+  const cleanRedis = redisUrl ? () => deleteKeys(redisUrl, `wsai-test-${runId}-`) : async () => {};
   const url = process.env.TEST_DATABASE_URL;
-  if (!url) return;
+  if (!url) return cleanRedis;
 
   const template = `wsai_test_${runId}_tpl`;
   const admin = new pg.Client({ connectionString: url });
@@ -34,6 +38,7 @@ export default async function setup(project: TestProject) {
     );
     for (const { datname } of rows) await cleanup.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
     await cleanup.end();
+    await cleanRedis();
   };
 }
 

@@ -1,5 +1,6 @@
 import { and, asc, count, eq, inArray, sql } from 'drizzle-orm';
 import { type DbOrTx, queryRows } from '../../db/client.js';
+import { chatSessions, chatShares } from '../chats/chats.table.js';
 import { teamMemberships, teams } from '../teams/teams.table.js';
 import { users } from '../users/users.table.js';
 import type { WorkspaceRole } from './workspaces.schemas.js';
@@ -143,15 +144,18 @@ export async function findMembershipById(db: DbOrTx, id: string): Promise<Member
 }
 
 /**
- * Takes a user out of a workspace: the membership and every team membership in the workspace's
- * teams. Access granted through other records (chat shares, knowledge-base rules) is checked
- * against current membership, so it ends here too.
+ * Takes a user out of a workspace: the membership, every team membership in the workspace's
+ * teams and every chat share in it. Everything else is checked against current membership, so
+ * all access through the workspace ends here.
  */
 export async function removeMember(db: DbOrTx, workspaceId: string, userId: number): Promise<void> {
   const workspaceTeams = db.select({ id: teams.id }).from(teams).where(eq(teams.workspaceId, workspaceId));
   await db
     .delete(teamMemberships)
     .where(and(eq(teamMemberships.userId, userId), inArray(teamMemberships.teamId, workspaceTeams)));
+  // Shares would come back to life if the person were invited again later.
+  const workspaceChats = db.select({ id: chatSessions.id }).from(chatSessions).where(eq(chatSessions.workspaceId, workspaceId));
+  await db.delete(chatShares).where(and(eq(chatShares.userId, userId), inArray(chatShares.sessionId, workspaceChats)));
   await db
     .delete(workspaceMemberships)
     .where(and(eq(workspaceMemberships.workspaceId, workspaceId), eq(workspaceMemberships.userId, userId)));

@@ -3,14 +3,19 @@ export type RateString = string;
 
 export interface RateDecision {
   allowed: boolean;
+  /** Calls left in the current window after this one. */
   remaining: number;
   /** Seconds until the next call would be allowed (0 when allowed). */
   retryAfterSeconds: number;
 }
 
-/** Counts calls per key within a fixed window, shared by every API process on the Redis adapter. */
+/**
+ * Counts calls per key within fixed windows (the window starts at a key's first call), shared
+ * by every API process on the Redis adapter.
+ */
 export interface RateLimiter {
   readonly kind: 'memory' | 'redis';
+  /** Counts one call against `key` and says whether it is within `rate`. */
   consume(key: string, rate: RateString): Promise<RateDecision>;
   close(): Promise<void>;
 }

@@ -18,7 +18,10 @@ export interface SignedDownload {
   expiresAt: Date;
 }
 
-/** Object storage: a local directory served through app-signed URLs, or any S3-compatible store. */
+/**
+ * Object storage: a local directory served through app-signed URLs, or any S3-compatible store.
+ * Keys follow one rule on every adapter (see keys.ts); an invalid key throws ValidationError.
+ */
 export interface ObjectStorage {
   readonly kind: 'local' | 's3';
   put(key: string, body: Buffer | Readable, options: { contentType: string; contentLength?: number }): Promise<void>;
@@ -28,6 +31,11 @@ export interface ObjectStorage {
   head(key: string): Promise<StoredObjectInfo | null>;
   /** Deleting a missing object is not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * A URL the client PUTs the bytes to, with `headers` (the Content-Type is signed). `maxBytes`
+   * is enforced (413) by the local adapter only; a presigned S3 PUT cannot cap the size, so
+   * callers always check the stored size with `head()` before accepting an upload.
+   */
   createUploadUrl(
     key: string,
     options: { contentType: string; expiresInSeconds: number; maxBytes?: number },

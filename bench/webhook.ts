@@ -1,0 +1,301 @@
+/**
+ * Webhook benchmark: signed payment-provider events per second through the real route
+ * (`POST /api/subscriptions/webhook`: signature check, validation, inbox claim, one transaction
+ * per event), on PostgreSQL.
+ *
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/webhook.ts \
+ *     [-- --events 3000 --concurrency 16 --warmup 300 --no-record]
+ *
+ * DATABASE_URL names the server only: the benchmark creates its own database
+ * (`wsai_bench_webhook_<random>`) on it, migrates it, and drops it at the end, so it never
+ * touches data you care about. Without DATABASE_URL it runs on a temporary embedded PGlite.
+ *
+ * Events are a mix of `customer.subscription.updated` (40 %, over 50 subscriptions, each on its
+ * own workspace, with one item), `product.updated` (30 %, 20 products with plan and features) and
+ * `price.updated` (30 %, 40 prices), each with its own id and an increasing `created`, signed just
+ * before sending like the provider does. The client is a bounded pool of concurrent `fetch`
+ * calls on 127.0.0.1 in the same process as the server (the figures include its cost). A second
+ * phase redelivers already processed events (the duplicate fast path). Results are printed and
+ * appended to bench/RESULTS.md.
+ */
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { count } from 'drizzle-orm';
+import pg from 'pg';
+import Stripe from 'stripe';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config/env.js';
+import { createDeps } from '../src/deps.js';
+import { billingCustomers, webhookEvents } from '../src/modules/billing/billing.table.js';
+import { insertUser } from '../src/modules/users/users.repo.js';
+import { createLogger } from '../src/platform/logger.js';
+
+const RESULTS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'RESULTS.md');
+
+const { values: args } = parseArgs({
+  options: {
+    events: { type: 'string', default: process.env.BENCH_EVENTS ?? '3000' },
+    concurrency: { type: 'string', default: process.env.BENCH_CONCURRENCY ?? '16' },
+    warmup: { type: 'string', default: process.env.BENCH_WARMUP_EVENTS ?? '300' },
+    'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
+  },
+  allowPositionals: false,
+});
+
+function positiveInt(name: string, value: string | undefined, min = 1): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min} (got ${value})`);
+  return n;
+}
+const totalEvents = positiveInt('events', args.events);
+const concurrency = positiveInt('concurrency', args.concurrency);
+const warmupEvents = positiveInt('warmup', args.warmup, 0);
+
+const SUBSCRIPTIONS = 50;
+const PRODUCTS = 20;
+const PRICES = 40;
+const secret = `whsec_bench_${randomBytes(16).toString('hex')}`;
+
+function machine(): Record<string, string> {
+  let cpu = os.cpus()[0]?.model ?? 'unknown';
+  try {
+    const model = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (model?.[1]) cpu = model[1].trim();
+  } catch {
+    // Not Linux: os.cpus() is good enough.
+  }
+  return {
+    cpus: String(os.availableParallelism()),
+    cpu,
+    memory: `${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB`,
+    node: process.version,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    load: os.loadavg().map((l) => l.toFixed(2)).join(' '),
+  };
+}
+
+/** A throwaway database on the server DATABASE_URL points at. */
+async function createBenchDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void>; label: string }> {
+  const name = `wsai_bench_webhook_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    label: `PostgreSQL at ${url.hostname}:${url.port || '5432'} (fresh database, dropped afterwards)`,
+    async drop() {
+      const cleanup = new pg.Client({ connectionString: serverUrl });
+      await cleanup.connect();
+      await cleanup.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await cleanup.end();
+    },
+  };
+}
+
+interface Fixture {
+  customer: string;
+  workspaces: string[];
+}
+
+/** Event `index` of the mix, with `created` = base + index so every one is the newest for its object. */
+function makeEvent(index: number, base: number, fixture: Fixture): Record<string, unknown> {
+  const created = base + index;
+  const id = `evt_bench_${index}_${randomBytes(3).toString('hex')}`;
+  const slot = index % 10;
+  let type: string;
+  let object: Record<string, unknown>;
+  if (slot < 4) {
+    const s = index % SUBSCRIPTIONS;
+    const price = `price_bench_${s % PRICES}`;
+    type = 'customer.subscription.updated';
+    object = {
+      id: `sub_bench_${s}`,
+      object: 'subscription',
+      customer: fixture.customer,
+      status: index % 7 === 0 ? 'past_due' : 'active',
+      current_period_start: base - 86400,
+      current_period_end: base + 29 * 86400,
+      billing_cycle_anchor: base - 86400,
+      trial_start: null,
+      trial_end: null,
+      cancel_at: null,
+      cancel_at_period_end: index % 5 === 0,
+      canceled_at: null,
+      ended_at: null,
+      metadata: { workspace_id: fixture.workspaces[s] },
+      items: { object: 'list', data: [{ id: `si_bench_${s}`, price: { id: price, product: `prod_bench_${(s % PRICES) % PRODUCTS}` }, quantity: 1 }] },
+    };
+  } else if (slot < 7) {
+    const p = index % PRODUCTS;
+    type = 'product.updated';
+    object = {
+      id: `prod_bench_${p}`,
+      object: 'product',
+      name: `Product ${p} v${index}`,
+      active: true,
+      metadata: { plan: ['pro', 'team', 'business'][p % 3]!, features: `chat kb f${index % 5} f${(index + 1) % 5}` },
+    };
+  } else {
+    const p = index % PRICES;
+    type = 'price.updated';
+    object = {
+      id: `price_bench_${p}`,
+      object: 'price',
+      product: `prod_bench_${p % PRODUCTS}`,
+      active: true,
+      currency: 'usd',
+      unit_amount: 1000 + (index % 9) * 100,
+      recurring: { interval: p % 2 ? 'year' : 'month', interval_count: 1 },
+    };
+  }
+  return { id, object: 'event', type, created, api_version: '2026-10-28.endive', livemode: false, data: { object } };
+}
+
+interface PhaseResult {
+  label: string;
+  events: number;
+  seconds: number;
+  latencies: number[];
+  statuses: Record<number, number>;
+}
+
+/** Sends every body (signed at send time) with at most `concurrency` requests in flight. */
+async function run(label: string, url: string, bodies: string[]): Promise<PhaseResult> {
+  const latencies: number[] = [];
+  const statuses: Record<number, number> = {};
+  let next = 0;
+  const started = performance.now();
+  async function worker() {
+    while (next < bodies.length) {
+      const body = bodies[next++]!;
+      const header = Stripe.webhooks.generateTestHeaderString({ payload: body, secret });
+      const t0 = performance.now();
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'payment-signature': header }, body });
+      await response.arrayBuffer();
+      latencies.push(performance.now() - t0);
+      statuses[response.status] = (statuses[response.status] ?? 0) + 1;
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, bodies.length) }, worker));
+  return { label, events: bodies.length, seconds: (performance.now() - started) / 1000, latencies, statuses };
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+function table(results: PhaseResult[]): string {
+  const lines = [
+    '| phase | events | events/s | latency p50 (ms) | latency p99 (ms) | statuses |',
+    '|---|---:|---:|---:|---:|---|',
+  ];
+  for (const r of results) {
+    const sorted = [...r.latencies].sort((a, b) => a - b);
+    lines.push(
+      `| ${r.label} | ${fmt(r.events)} | ${fmt(r.events / r.seconds)} | ${fmt(percentile(sorted, 50), 1)} | ${fmt(percentile(sorted, 99), 1)} | ` +
+        `${Object.entries(r.statuses).map(([s, n]) => `${s}: ${n}`).join(', ')} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+const RESULTS_HEADER = `# Benchmark results
+
+Figures appended by the benchmarks in this folder (newest last). Each entry records the machine,
+the date and the settings, so compare only entries from the same machine. How to run them:
+[README.md](README.md).
+`;
+
+function record(results: PhaseResult[], database: string, outcomes: string, poolSize: number, loadBefore: string): void {
+  if (!existsSync(RESULTS_FILE)) writeFileSync(RESULTS_FILE, RESULTS_HEADER);
+  const m = machine();
+  appendFileSync(
+    RESULTS_FILE,
+    [
+      '',
+      `## webhook: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}`,
+      '',
+      '`npx tsx bench/webhook.ts`: signed events through `POST /api/subscriptions/webhook` (signature',
+      'check, validation, inbox claim and one transaction per event). Mix: 40 % subscription updates (50',
+      'subscriptions on 50 workspaces), 30 % product updates (20 products, plan + features sync), 30 % price',
+      'updates (40 prices); a bounded pool of `fetch` calls in the same process on 127.0.0.1, after a warm-up.',
+      '"redelivery" resends already processed events (acknowledged from the inbox, nothing applied).',
+      '',
+      `- machine: ${m.cpus} CPUs (nproc), ${m.cpu}, ${m.memory} RAM, ${m.os}`,
+      `- Node ${m.node}; database: ${database}; 1-minute load average ${loadBefore} before the run, ${os.loadavg()[0]!.toFixed(2)} after`,
+      `- settings: ${concurrency} concurrent requests, ${warmupEvents} warm-up events, ${poolSize} database connections (DATABASE_POOL_SIZE)`,
+      `- inbox outcomes: ${outcomes}`,
+      '',
+      table(results),
+      '',
+    ].join('\n'),
+  );
+  process.stdout.write(`appended to ${path.relative(process.cwd(), RESULTS_FILE)}\n`);
+}
+
+async function main(): Promise<void> {
+  const loadBefore = os.loadavg()[0]!.toFixed(2);
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wsai-bench-webhook-'));
+  const bench = process.env.DATABASE_URL ? await createBenchDatabase(process.env.DATABASE_URL) : undefined;
+  const database = bench?.label ?? 'PGlite (embedded, temporary directory)';
+  const config = loadConfig({
+    ...process.env,
+    DATABASE_URL: bench?.url ?? '',
+    REDIS_URL: '',
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    SECRET_KEY: randomBytes(32).toString('hex'),
+    PAYMENT_WEBHOOK_SECRET: secret,
+  });
+  process.stdout.write(`starting the app on ${database} (migrations run on start-up)...\n`);
+  const deps = await createDeps(config, createLogger('silent'));
+  const app = await buildApp(deps);
+  try {
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const address = app.server.address();
+    if (!address || typeof address === 'string') throw new Error('server has no TCP address');
+    const url = `http://127.0.0.1:${address.port}/api/subscriptions/webhook`;
+
+    // One paying user with a customer account record, and a workspace per subscription.
+    const db = deps.database.db;
+    const user = await insertUser(db, { email: `bench-${Date.now()}@example.com`, name: 'Bench', passwordHash: 'x' });
+    const customer = `cus_bench_${user!.id}`;
+    await db.insert(billingCustomers).values({ providerCustomerId: customer, userId: user!.id });
+    const workspaces: string[] = [];
+    for (let i = 0; i < SUBSCRIPTIONS; i++) workspaces.push((await deps.services.workspaces.create(user!.id, `Bench ${i}`)).id);
+    const fixture = { customer, workspaces };
+
+    const base = Math.floor(Date.now() / 1000) - 10 * (totalEvents + warmupEvents);
+    const bodies = Array.from({ length: warmupEvents + totalEvents }, (_, i) => JSON.stringify(makeEvent(i, base, fixture)));
+    process.stdout.write(`warm-up: ${warmupEvents} events; measured: ${totalEvents} events, ${concurrency} concurrent...\n`);
+    if (warmupEvents) await run('warm-up', url, bodies.slice(0, warmupEvents));
+    const fresh = await run('new events', url, bodies.slice(warmupEvents));
+    const redelivery = await run('redelivery', url, bodies.slice(warmupEvents, warmupEvents + Math.min(totalEvents, 1000)));
+
+    const rows = await db.select({ outcome: webhookEvents.outcome, n: count() }).from(webhookEvents).groupBy(webhookEvents.outcome);
+    const outcomes = rows.map((r) => `${r.outcome} ${r.n}`).join(', ');
+    const [{ n } = { n: 0 }] = await db.select({ n: count() }).from(webhookEvents);
+
+    const m = machine();
+    const results = [fresh, redelivery];
+    process.stdout.write(`\n${m.cpus} CPUs, ${m.cpu}, Node ${m.node}; ${database}\ninbox: ${n} events (${outcomes})\n\n${table(results)}\n\n`);
+    const failures = results.filter((r) => Object.keys(r.statuses).some((s) => s !== '200'));
+    if (n !== warmupEvents + totalEvents) process.stdout.write(`warning: the inbox holds ${n} events, expected ${warmupEvents + totalEvents}\n`);
+    if (args['no-record']) process.stdout.write('not recorded (--no-record)\n');
+    else record(results, database, outcomes, config.DATABASE_POOL_SIZE, loadBefore);
+    if (failures.length || n !== warmupEvents + totalEvents) process.exitCode = 1;
+  } finally {
+    await app.close();
+    await deps.close();
+    await bench?.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,23 @@
+/**
+ * What the `search_knowledge_base` tool needs from the knowledge module: whether a chat has
+ * knowledge bases attached, and a search over their chunks. The documents module provides the
+ * real implementation; `noKnowledge` stands in where none is wired.
+ */
+export interface KnowledgeHit {
+  chunk_id: string;
+  document_id: string;
+  document_name: string;
+  content: string;
+  score: number;
+  page?: number | null;
+}
+
+export interface KnowledgeSearch {
+  hasKnowledge(chatId: string): Promise<boolean>;
+  search(input: { workspaceId: string; chatId: string; query: string; limit: number }): Promise<KnowledgeHit[]>;
+}
+
+export const noKnowledge: KnowledgeSearch = {
+  hasKnowledge: async () => false,
+  search: async () => [],
+};

@@ -1,0 +1,182 @@
+import { type ModelMessage, stepCountIs, streamText, tool, type ToolSet } from 'ai';
+import { z } from 'zod';
+import type { MessageSource } from '../chats/chats.table.js';
+import type { BuiltCallSettings } from '../models/call-settings.js';
+import type { ChatLanguageModel } from '../models/providers.js';
+import type { KnowledgeHit } from './knowledge.js';
+import type { AgentFrameworkName } from './registry.names.js';
+
+export type AgentEvent =
+  | { type: 'delta'; text: string }
+  | { type: 'tool'; id: string; name: string; status: 'started' | 'finished' };
+
+export interface AgentInput {
+  model: ChatLanguageModel;
+  system: string | undefined;
+  messages: ModelMessage[];
+  call: BuiltCallSettings;
+  abortSignal: AbortSignal;
+  /** Present when the chat has knowledge bases attached and the model can call tools. */
+  searchKnowledge: ((query: string) => Promise<KnowledgeHit[]>) | null;
+  onEvent: (event: AgentEvent) => void;
+}
+
+export interface AgentResult {
+  text: string;
+  /** Tokens as the provider reported them; null when the call ended before it said (a stop). */
+  usage: { inputTokens: number; outputTokens: number } | null;
+  stopped: boolean;
+  sources: MessageSource[];
+}
+
+export interface AgentFramework {
+  readonly name: AgentFrameworkName;
+  run(input: AgentInput): Promise<AgentResult>;
+}
+
+/** The model failed (provider error, broken stream); the caller reports a generic retry message. */
+export class ModelCallError extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'ModelCallError';
+  }
+}
+
+const MAX_TOOL_STEPS = 5;
+const SEARCH_RESULTS = 6;
+
+function knowledgeTools(search: (query: string) => Promise<KnowledgeHit[]>, sources: Map<string, MessageSource>): ToolSet {
+  return {
+    search_knowledge_base: tool({
+      description:
+        'Search the knowledge bases attached to this chat. Use it for questions about the documents; cite what you use.',
+      inputSchema: z.object({ query: z.string().min(1).max(1000).describe('What to look for, in a few words') }),
+      execute: async ({ query }) => {
+        const hits = (await search(query)).slice(0, SEARCH_RESULTS);
+        for (const hit of hits) {
+          const known = sources.get(hit.chunk_id);
+          if (!known || known.score < hit.score) {
+            sources.set(hit.chunk_id, {
+              document_id: hit.document_id,
+              document_name: hit.document_name,
+              chunk_id: hit.chunk_id,
+              score: hit.score,
+            });
+          }
+        }
+        return hits.map((hit) => ({
+          chunk_id: hit.chunk_id,
+          document: hit.document_name,
+          page: hit.page ?? null,
+          content: hit.content,
+        }));
+      },
+    }),
+  };
+}
+
+/**
+ * Streams one model run and turns the AI SDK's parts into our events. Both frameworks share it;
+ * they differ only in the tools offered and the number of steps allowed.
+ */
+async function runStream(input: AgentInput, tools: ToolSet | undefined, maxSteps: number) {
+  const result = streamText({
+    model: input.model,
+    system: input.system,
+    messages: input.messages,
+    ...input.call.settings,
+    providerOptions: input.call.providerOptions,
+    abortSignal: input.abortSignal,
+    maxRetries: 1,
+    ...(tools ? { tools, stopWhen: stepCountIs(maxSteps) } : {}),
+  });
+
+  let text = '';
+  let usage: AgentResult['usage'] = null;
+  let stepUsage = { inputTokens: 0, outputTokens: 0 };
+  let stopped = false;
+  const toolsStarted = new Set<string>();
+  const toolsFinished = new Set<string>();
+  const startTool = (id: string, name: string) => {
+    if (toolsStarted.has(id)) return;
+    toolsStarted.add(id);
+    input.onEvent({ type: 'tool', id, name, status: 'started' });
+  };
+  const finishTool = (id: string, name: string) => {
+    startTool(id, name);
+    if (toolsFinished.has(id)) return;
+    toolsFinished.add(id);
+    input.onEvent({ type: 'tool', id, name, status: 'finished' });
+  };
+
+  for await (const part of result.fullStream) {
+    switch (part.type) {
+      case 'text-delta':
+        if (part.text) {
+          text += part.text;
+          input.onEvent({ type: 'delta', text: part.text });
+        }
+        break;
+      case 'tool-input-start':
+        startTool(part.id, part.toolName);
+        break;
+      case 'tool-call':
+        startTool(part.toolCallId, part.toolName);
+        break;
+      case 'tool-result':
+      case 'tool-error':
+        finishTool(part.toolCallId, part.toolName);
+        break;
+      case 'finish-step':
+        stepUsage = {
+          inputTokens: stepUsage.inputTokens + (part.usage.inputTokens ?? 0),
+          outputTokens: stepUsage.outputTokens + (part.usage.outputTokens ?? 0),
+        };
+        usage = { ...stepUsage };
+        break;
+      case 'finish':
+        usage = { inputTokens: part.totalUsage.inputTokens ?? 0, outputTokens: part.totalUsage.outputTokens ?? 0 };
+        break;
+      case 'abort':
+        stopped = true;
+        break;
+      case 'error':
+        if (input.abortSignal.aborted) stopped = true;
+        else throw new ModelCallError(part.error);
+        break;
+      default:
+        break;
+    }
+  }
+  if (input.abortSignal.aborted) stopped = true;
+  return { text, usage, stopped };
+}
+
+/** `direct`: one model call, no tools. */
+const direct: AgentFramework = {
+  name: 'direct',
+  async run(input) {
+    const outcome = await runStream(input, undefined, 1);
+    return { ...outcome, sources: [] };
+  },
+};
+
+/** `tools` (default): a multi-step tool loop with `search_knowledge_base` when knowledge is attached. */
+const tools: AgentFramework = {
+  name: 'tools',
+  async run(input) {
+    const sources = new Map<string, MessageSource>();
+    const toolSet = input.searchKnowledge ? knowledgeTools(input.searchKnowledge, sources) : undefined;
+    const outcome = await runStream(input, toolSet, MAX_TOOL_STEPS);
+    return { ...outcome, sources: [...sources.values()].sort((a, b) => b.score - a.score) };
+  },
+};
+
+const frameworks = new Map<AgentFrameworkName, AgentFramework>([
+  [direct.name, direct],
+  [tools.name, tools],
+]);
+
+export function agentFramework(name: string): AgentFramework {
+  return frameworks.get(name as AgentFrameworkName) ?? tools;
+}

@@ -1,0 +1,144 @@
+import type { Logger } from 'pino';
+import type { Db, DbOrTx } from '../../db/client.js';
+import { PaymentRequiredError } from '../../platform/errors.js';
+import { tokenCost, type ModelCatalog } from '../models/catalog.js';
+import { lockWorkspace } from '../workspaces/workspaces.repo.js';
+import type { UsageKind } from './billing.table.js';
+import * as repo from './credit.repo.js';
+import type { Plans } from './plans.js';
+import { resolveBillingState } from './state.js';
+
+export const creditExhausted = () =>
+  new PaymentRequiredError("This workspace's AI credit for the current period is used up.", 'credit_exhausted');
+
+/** Credit held for one call in flight. */
+export interface Reservation {
+  id: string;
+  workspaceId: string;
+  amountUsd: number;
+}
+
+/** What a call really used; cost comes from the catalog unless given. */
+export interface ActualUsage {
+  kind: UsageKind;
+  model: string;
+  userId?: number | null;
+  inputTokens?: number;
+  outputTokens?: number;
+  seconds?: number;
+  /** Overrides the catalog price (for models priced elsewhere). */
+  costUsd?: number;
+  /** Unique per call: settling twice with the same reference charges once. */
+  referenceId: string;
+}
+
+export interface CreditSummary {
+  credit_limit: number;
+  total_cost_used: number;
+  percentage_used: number;
+}
+
+// A reservation whose process died stops holding credit after this long.
+const RESERVATION_TTL_MS = 15 * 60_000;
+
+export interface CreditServiceDeps {
+  db: Db;
+  plans: Plans;
+  catalog: ModelCatalog;
+  log: Logger;
+}
+
+/**
+ * The credit ledger. Model calls `reserve` before they start and `settle` with the provider's
+ * reported usage after. A reservation is refused once the period's recorded cost plus the credit
+ * held by calls in flight reaches the plan's credit, so the last call of a period may overrun it
+ * by at most its own cost, and parallel calls cannot all slip through: reservations of one
+ * workspace are serialised by a lock on its row.
+ */
+export function createCreditService({ db, plans, catalog, log }: CreditServiceDeps) {
+  function costOf(usage: ActualUsage): number {
+    if (usage.costUsd !== undefined) return usage.costUsd;
+    const input = usage.inputTokens ?? 0;
+    const output = usage.outputTokens ?? 0;
+    const chat = catalog.chatModel(usage.model);
+    if (chat) return tokenCost(chat, input, output);
+    const embedding = catalog.embeddingModel(usage.model);
+    if (embedding) return (input * embedding.input_price_per_million) / 1_000_000;
+    const transcription = catalog.transcriptionModel(usage.model);
+    if (transcription) return ((usage.seconds ?? 0) / 60) * transcription.price_per_minute;
+    log.warn({ model: usage.model, kind: usage.kind }, 'model has no price in the catalog; charging 0');
+    return 0;
+  }
+
+  async function used(tx: DbOrTx, workspace: { id: string; ownerId: number }) {
+    const state = await resolveBillingState(tx, plans, workspace);
+    const usedUsd = await repo.sumUsageSince(tx, workspace.id, state.periodStart);
+    return { state, usedUsd, limitUsd: state.plan.ai_credit };
+  }
+
+  return {
+    costOf,
+
+    /** `{credit_limit, total_cost_used, percentage_used}` for the current credit period. */
+    async summary(workspace: { id: string; ownerId: number }): Promise<CreditSummary> {
+      const { usedUsd, limitUsd } = await used(db, workspace);
+      return {
+        credit_limit: limitUsd,
+        total_cost_used: round(usedUsd),
+        percentage_used: limitUsd > 0 ? round((usedUsd / limitUsd) * 100, 2) : usedUsd > 0 ? 100 : 0,
+      };
+    },
+
+    /** 402 `credit_exhausted` when the period's credit is used up (no reservation taken). */
+    async assertAvailable(workspace: { id: string; ownerId: number }): Promise<void> {
+      const { usedUsd, limitUsd } = await used(db, workspace);
+      const reserved = await repo.sumOpenReservations(db, workspace.id);
+      if (usedUsd + reserved >= limitUsd) throw creditExhausted();
+    },
+
+    async reserve(workspaceId: string, estimateUsd: number): Promise<Reservation> {
+      return db.transaction(async (tx) => {
+        const workspace = await lockWorkspace(tx, workspaceId);
+        if (!workspace) throw new Error(`reserve: workspace ${workspaceId} does not exist`);
+        const { usedUsd, limitUsd } = await used(tx, workspace);
+        const reserved = await repo.sumOpenReservations(tx, workspaceId);
+        if (usedUsd + reserved >= limitUsd) throw creditExhausted();
+        const amount = Math.max(0, estimateUsd);
+        const row = await repo.insertReservation(tx, workspaceId, amount, new Date(Date.now() + RESERVATION_TTL_MS));
+        return { id: row.id, workspaceId, amountUsd: amount };
+      });
+    },
+
+    /** Records the real cost once (per reference id) and frees the reservation. Returns the cost charged. */
+    async settle(reservation: Reservation, usage: ActualUsage): Promise<number> {
+      const costUsd = costOf(usage);
+      const charged = await db.transaction(async (tx) => {
+        await repo.closeReservation(tx, reservation.id);
+        return repo.insertUsage(tx, {
+          workspaceId: reservation.workspaceId,
+          userId: usage.userId ?? null,
+          kind: usage.kind,
+          model: usage.model,
+          inputTokens: usage.inputTokens ?? 0,
+          outputTokens: usage.outputTokens ?? 0,
+          seconds: usage.seconds ?? 0,
+          costUsd,
+          referenceId: usage.referenceId,
+        });
+      });
+      return charged ? costUsd : 0;
+    },
+
+    /** Frees a reservation without charging (the call failed before using anything). */
+    async release(reservation: Reservation): Promise<void> {
+      await repo.closeReservation(db, reservation.id);
+    },
+  };
+}
+
+export type CreditService = ReturnType<typeof createCreditService>;
+
+function round(value: number, digits = 6): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}

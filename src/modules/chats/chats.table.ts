@@ -1,0 +1,142 @@
+import { sql } from 'drizzle-orm';
+import {
+  type AnyPgColumn,
+  boolean,
+  check,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  unique,
+  uuid,
+} from 'drizzle-orm/pg-core';
+import { users } from '../users/users.table.js';
+import { workspaces } from '../workspaces/workspaces.table.js';
+
+const ts = (name: string) => timestamp(name, { withTimezone: true });
+
+export const chatSessions = pgTable(
+  'chat_sessions',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    workspaceId: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    ownerId: integer('owner_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    name: text('name').notNull().default(''),
+    aiModel: text('ai_model').notNull(),
+    aiProvider: text('ai_provider').notNull(),
+    systemPrompt: text('system_prompt').notNull().default(''),
+    temperature: doublePrecision('temperature'),
+    agentFramework: text('agent_framework').notNull().default('tools'),
+    modelParameters: jsonb('model_parameters').$type<Record<string, unknown>>().notNull().default({}),
+    isPublic: boolean('is_public').notNull().default(false),
+    linkUuid: uuid('link_uuid').notNull().unique().defaultRandom(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('chat_sessions_workspace_idx').on(t.workspaceId, t.updatedAt),
+    index('chat_sessions_owner_idx').on(t.ownerId),
+  ],
+);
+
+/** A chat shared with one workspace member. */
+export const chatShares = pgTable(
+  'chat_shares',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    sessionId: uuid('session_id')
+      .notNull()
+      .references(() => chatSessions.id, { onDelete: 'cascade' }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdBy: integer('created_by').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [unique('chat_shares_session_user_key').on(t.sessionId, t.userId), index('chat_shares_user_idx').on(t.userId)],
+);
+
+export interface MessageAttachment {
+  id: string;
+  name: string;
+  content_type: string;
+  size: number;
+  storage_key: string;
+}
+
+export interface MessageSource {
+  document_id: string;
+  document_name: string;
+  chunk_id: string;
+  score: number;
+}
+
+export interface MessageUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/**
+ * Messages form a tree: a user message hangs under the reply it answers (null for the first),
+ * replies hang under their user message; siblings are branches. Deleting a message deletes
+ * everything below it.
+ */
+export const messages = pgTable(
+  'messages',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    sessionId: uuid('session_id')
+      .notNull()
+      .references(() => chatSessions.id, { onDelete: 'cascade' }),
+    role: text('role', { enum: ['user', 'assistant'] }).notNull(),
+    content: text('content').notNull().default(''),
+    authorId: integer('author_id').references(() => users.id, { onDelete: 'set null' }),
+    parentId: uuid('parent_id').references((): AnyPgColumn => messages.id, { onDelete: 'cascade' }),
+    attachments: jsonb('attachments').$type<MessageAttachment[]>().notNull().default([]),
+    rating: text('rating', { enum: ['up', 'down'] }),
+    reason: text('reason').notNull().default(''),
+    stopped: boolean('stopped').notNull().default(false),
+    usage: jsonb('usage').$type<MessageUsage>(),
+    aiModel: text('ai_model'),
+    sources: jsonb('sources').$type<MessageSource[]>().notNull().default([]),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('messages_session_idx').on(t.sessionId, t.createdAt),
+    index('messages_parent_idx').on(t.parentId),
+    check('messages_role_check', sql`${t.role} in ('user', 'assistant')`),
+    check('messages_rating_check', sql`${t.rating} is null or ${t.rating} in ('up', 'down')`),
+  ],
+);
+
+export const agentTaskStatuses = ['PENDING', 'STARTED', 'SUCCESS', 'FAILURE'] as const;
+
+/** Background agent work started by a non-streamed send when AGENT_ASYNC_ENABLED. */
+export const agentTasks = pgTable(
+  'agent_tasks',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    sessionId: uuid('session_id')
+      .notNull()
+      .references(() => chatSessions.id, { onDelete: 'cascade' }),
+    userMessageId: uuid('user_message_id')
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    requestedBy: integer('requested_by').references(() => users.id, { onDelete: 'set null' }),
+    status: text('status', { enum: agentTaskStatuses }).notNull().default('PENDING'),
+    messageId: uuid('message_id').references(() => messages.id, { onDelete: 'set null' }),
+    error: text('error'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('agent_tasks_session_idx').on(t.sessionId)],
+);

@@ -1,0 +1,99 @@
+import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
+import { type DbOrTx, queryRows } from '../../db/client.js';
+import { agentTasks, messages } from '../chats/chats.table.js';
+
+export type MessageRow = typeof messages.$inferSelect;
+export type NewMessage = typeof messages.$inferInsert;
+export type AgentTaskRow = typeof agentTasks.$inferSelect;
+
+/** Every message of a chat, oldest first (the whole tree, all branches). */
+export async function listMessagesOfChat(db: DbOrTx, chatId: string): Promise<MessageRow[]> {
+  return db.select().from(messages).where(eq(messages.sessionId, chatId)).orderBy(asc(messages.createdAt), asc(messages.id));
+}
+
+export async function listMessagesPage(db: DbOrTx, chatId: string, limit: number, offset: number) {
+  const where = eq(messages.sessionId, chatId);
+  const [rows, [total]] = await Promise.all([
+    db.select().from(messages).where(where).orderBy(asc(messages.createdAt), asc(messages.id)).limit(limit).offset(offset),
+    db.select({ n: count() }).from(messages).where(where),
+  ]);
+  return { rows, count: total?.n ?? 0 };
+}
+
+export async function findMessage(db: DbOrTx, chatId: string, messageId: string): Promise<MessageRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(messages)
+    .where(and(eq(messages.sessionId, chatId), eq(messages.id, messageId)));
+  return row;
+}
+
+/** The newest reply of the chat, under which a new user message hangs. */
+export async function findNewestReply(db: DbOrTx, chatId: string): Promise<MessageRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(messages)
+    .where(and(eq(messages.sessionId, chatId), eq(messages.role, 'assistant')))
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(1);
+  return row;
+}
+
+/** The branch from the first message down to `messageId`, in conversation order. */
+export async function findPath(db: DbOrTx, messageId: string): Promise<MessageRow[]> {
+  const ids = await queryRows<{ id: string; depth: number }>(
+    db,
+    sql`WITH RECURSIVE path(id, parent_id, depth) AS (
+          SELECT id, parent_id, 0 FROM messages WHERE id = ${messageId}
+          UNION ALL
+          SELECT m.id, m.parent_id, p.depth + 1 FROM messages m JOIN path p ON m.id = p.parent_id
+          WHERE p.depth < 10000
+        )
+        SELECT id, depth FROM path`,
+  );
+  if (!ids.length) return [];
+  const depthOf = new Map(ids.map((r) => [r.id, Number(r.depth)]));
+  const rows = await db
+    .select()
+    .from(messages)
+    .where(sql`${messages.id} IN (${sql.join(ids.map((r) => sql`${r.id}`), sql`, `)})`);
+  return rows.sort((a, b) => depthOf.get(b.id)! - depthOf.get(a.id)!);
+}
+
+export async function insertMessage(db: DbOrTx, values: NewMessage): Promise<MessageRow> {
+  const [row] = await db.insert(messages).values(values).returning();
+  return row!;
+}
+
+export async function updateMessage(db: DbOrTx, messageId: string, values: Partial<NewMessage>): Promise<MessageRow> {
+  const [row] = await db
+    .update(messages)
+    .set({ ...values, updatedAt: new Date() })
+    .where(eq(messages.id, messageId))
+    .returning();
+  return row!;
+}
+
+/** Deletes the message; its replies (the subtree) go with it through the parent foreign key. */
+export async function deleteMessage(db: DbOrTx, messageId: string): Promise<void> {
+  await db.delete(messages).where(eq(messages.id, messageId));
+}
+
+// --- agent tasks --------------------------------------------------------------------------------
+
+export async function insertAgentTask(db: DbOrTx, values: typeof agentTasks.$inferInsert): Promise<AgentTaskRow> {
+  const [row] = await db.insert(agentTasks).values(values).returning();
+  return row!;
+}
+
+export async function findAgentTask(db: DbOrTx, taskId: string): Promise<AgentTaskRow | undefined> {
+  const [row] = await db.select().from(agentTasks).where(eq(agentTasks.id, taskId));
+  return row;
+}
+
+export async function updateAgentTask(db: DbOrTx, taskId: string, values: Partial<typeof agentTasks.$inferInsert>) {
+  await db
+    .update(agentTasks)
+    .set({ ...values, updatedAt: new Date() })
+    .where(eq(agentTasks.id, taskId));
+}

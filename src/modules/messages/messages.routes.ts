@@ -1,0 +1,219 @@
+import multipart from '@fastify/multipart';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { currentUser } from '../../platform/auth.js';
+import { ValidationError } from '../../platform/errors.js';
+import { pageQuery, paginated, toPage } from '../../platform/pagination.js';
+import { openEventStream } from '../../platform/sse.js';
+import { ModelCallError } from '../agents/registry.js';
+import type { IncomingPart } from './attachments.js';
+import {
+  agentTaskOut,
+  asyncSendOut,
+  chatPathParams,
+  editBody,
+  feedbackBody,
+  MAX_FILES_PER_MESSAGE,
+  MAX_MESSAGE_CHARS,
+  messageOut,
+  messagePathParams,
+  regenerateBody,
+  sendBody,
+  stopBody,
+  taskPathParams,
+  updateMessageBody,
+} from './messages.schemas.js';
+import { GENERIC_MODEL_FAILURE, type MessagesService, type Turn, toMessageOut } from './messages.service.js';
+
+const tags = ['messages'];
+const base = '/api/workspaces/:ws/chats/:session/messages';
+
+export interface MessagesRoutesOptions {
+  messages: MessagesService;
+  agentAsync: boolean;
+  /** Largest attachment any plan allows; the plan's own limit is enforced per file. */
+  maxFileBytes: number;
+  heartbeatMs: number;
+  /** Enqueues the background reply of an agent task. */
+  enqueueAgentTask: (taskId: string) => Promise<void>;
+}
+
+/** Multipart parts as plain values, so the service sees no HTTP types. */
+async function* multipartParts(request: FastifyRequest): AsyncIterable<IncomingPart> {
+  for await (const part of request.parts()) {
+    if (part.type === 'file') {
+      yield { type: 'file', field: part.fieldname, filename: part.filename, mimetype: part.mimetype, stream: part.file };
+    } else {
+      yield { type: 'field', name: part.fieldname, value: String(part.value) };
+    }
+  }
+}
+
+function requireBody<T>(body: T | undefined): T {
+  if (body === undefined) throw new ValidationError('Request body is required.', { content: ['This field is required.'] });
+  return body;
+}
+
+/** Rule 8: a client that does not accept an event stream gets the saved reply as JSON (201). */
+function wantsEventStream(request: FastifyRequest): boolean {
+  const accept = request.headers.accept;
+  return !accept || /text\/event-stream|\*\/\*/.test(accept);
+}
+
+export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = async (app, options) => {
+  const { messages } = options;
+  await app.register(multipart, {
+    limits: { files: MAX_FILES_PER_MESSAGE, fileSize: options.maxFileBytes, fields: 10, fieldSize: MAX_MESSAGE_CHARS * 4 },
+  });
+
+  /**
+   * Streams a prepared turn as server-sent events. Everything that can be refused was refused
+   * before this point as a JSON error; from here on failures are `error` events.
+   */
+  async function streamTurn(request: FastifyRequest, reply: FastifyReply, turn: Turn) {
+    if (!wantsEventStream(request)) {
+      const result = await messages.generate(turn, () => undefined);
+      return reply.code(201).send(toMessageOut(result.reply));
+    }
+    const stream = openEventStream(reply, { headers: { 'X-Stream-Id': turn.streamId }, heartbeatMs: options.heartbeatMs });
+    try {
+      const result = await messages.generate(turn, (event) => {
+        if (event.type === 'delta') stream.send('delta', { text: event.text });
+        else stream.send('tool', { id: event.id, name: event.name, status: event.status });
+      });
+      stream.send('done', {
+        message_id: result.reply.id,
+        user_message_id: result.userMessage.id,
+        usage: result.usage,
+        stopped: result.stopped,
+      });
+    } catch (error) {
+      if (!(error instanceof ModelCallError)) request.log.error({ err: error }, 'streaming reply failed');
+      stream.send('error', { detail: GENERIC_MODEL_FAILURE });
+    } finally {
+      stream.end();
+    }
+    return reply;
+  }
+
+  const sendSchema = { tags, params: chatPathParams, body: sendBody.optional(), consumes: ['application/json', 'multipart/form-data'] };
+
+  app.post(`${base}/stream/`, { schema: { ...sendSchema, response: { 201: messageOut } } }, async (request, reply) => {
+    const { ws, session } = request.params;
+    const input = request.isMultipart() ? multipartParts(request) : requireBody(request.body);
+    const turn = await messages.startSend(currentUser(request).id, ws, session, input);
+    return streamTurn(request, reply, turn);
+  });
+
+  app.post(
+    `${base}/stream/stop/`,
+    { schema: { tags, params: chatPathParams, body: stopBody, response: { 202: z.object({ detail: z.string() }) } } },
+    async (request, reply) => {
+      const { ws, session } = request.params;
+      await messages.stop(currentUser(request).id, ws, session, request.body.stream_id);
+      return reply.code(202).send({ detail: 'Stop requested.' });
+    },
+  );
+
+  app.post(
+    `${base}/regenerate/stream/`,
+    { schema: { tags, params: chatPathParams, body: regenerateBody, response: { 201: messageOut } } },
+    async (request, reply) => {
+      const { ws, session } = request.params;
+      const { user_message_id, stream_id } = request.body;
+      const turn = await messages.startRegenerate(currentUser(request).id, ws, session, user_message_id, stream_id);
+      return streamTurn(request, reply, turn);
+    },
+  );
+
+  app.post(
+    `${base}/:id/edit/stream/`,
+    { schema: { tags, params: messagePathParams, body: editBody, response: { 201: messageOut } } },
+    async (request, reply) => {
+      const { ws, session, id } = request.params;
+      const { content, stream_id } = request.body;
+      const turn = await messages.startEdit(currentUser(request).id, ws, session, id, content, stream_id);
+      return streamTurn(request, reply, turn);
+    },
+  );
+
+  app.post(
+    `${base}/`,
+    { schema: { ...sendSchema, response: { 201: messageOut, 202: asyncSendOut } } },
+    async (request, reply) => {
+      const { ws, session } = request.params;
+      const input = request.isMultipart() ? multipartParts(request) : requireBody(request.body);
+      const turn = await messages.startSend(currentUser(request).id, ws, session, input);
+      if (options.agentAsync) {
+        const task = await messages.createAgentTask(turn);
+        await options.enqueueAgentTask(task.id);
+        return reply.code(202).send({ ...toMessageOut(turn.userMessage), agent_task_id: task.id });
+      }
+      const result = await messages.generate(turn, () => undefined);
+      return reply.code(201).send(toMessageOut(result.reply));
+    },
+  );
+
+  app.post(
+    `${base}/regenerate/`,
+    { schema: { tags, params: chatPathParams, body: regenerateBody, response: { 201: messageOut } } },
+    async (request, reply) => {
+      const { ws, session } = request.params;
+      const turn = await messages.startRegenerate(currentUser(request).id, ws, session, request.body.user_message_id);
+      const result = await messages.generate(turn, () => undefined);
+      return reply.code(201).send(toMessageOut(result.reply));
+    },
+  );
+
+  app.get(
+    `${base}/`,
+    { schema: { tags, params: chatPathParams, querystring: pageQuery, response: { 200: paginated(messageOut) } } },
+    async (request) => {
+      const { ws, session } = request.params;
+      return toPage(request, request.query, await messages.list(currentUser(request).id, ws, session, request.query));
+    },
+  );
+
+  app.get(
+    `${base}/agent-task-status/:task_id/`,
+    { schema: { tags, params: taskPathParams, response: { 200: agentTaskOut } } },
+    async (request) => {
+      const { ws, session, task_id } = request.params;
+      return messages.taskStatus(currentUser(request).id, ws, session, task_id);
+    },
+  );
+
+  app.get(`${base}/:id/`, { schema: { tags, params: messagePathParams, response: { 200: messageOut } } }, async (request) => {
+    const { ws, session, id } = request.params;
+    return messages.get(currentUser(request).id, ws, session, id);
+  });
+
+  for (const method of ['PUT', 'PATCH'] as const) {
+    app.route({
+      method,
+      url: `${base}/:id/`,
+      schema: { tags, params: messagePathParams, body: updateMessageBody, response: { 200: messageOut } },
+      handler: async (request) => {
+        const { ws, session, id } = request.params;
+        return messages.update(currentUser(request).id, ws, session, id, request.body.content);
+      },
+    });
+  }
+
+  app.delete(`${base}/:id/`, { schema: { tags, params: messagePathParams, response: { 204: z.undefined() } } }, async (request, reply) => {
+    const { ws, session, id } = request.params;
+    await messages.delete(currentUser(request).id, ws, session, id);
+    return reply.code(204).send();
+  });
+
+  app.post(
+    `${base}/:id/feedback/`,
+    { schema: { tags, params: messagePathParams, body: feedbackBody, response: { 200: messageOut } } },
+    async (request) => {
+      const { ws, session, id } = request.params;
+      const { rating, reason } = request.body;
+      return messages.feedback(currentUser(request).id, ws, session, id, rating, reason);
+    },
+  );
+};

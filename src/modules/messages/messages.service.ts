@@ -1,0 +1,389 @@
+import { randomUUID } from 'node:crypto';
+import type { ModelMessage } from 'ai';
+import type { Logger } from 'pino';
+import type { Config } from '../../config/env.js';
+import type { Db } from '../../db/client.js';
+import { AppError, NotFoundError, PermissionDeniedError, ValidationError } from '../../platform/errors.js';
+import { UnrecoverableJobError } from '../../platform/queue/jobs.js';
+import { isUuid } from '../../platform/ids.js';
+import type { PageQuery, PageResult } from '../../platform/pagination.js';
+import { throttle } from '../../platform/ratelimit/rates.js';
+import type { RateLimiter } from '../../platform/ratelimit/port.js';
+import type { ObjectStorage } from '../../platform/storage/port.js';
+import type { AgentEvent } from '../agents/registry.js';
+import { agentFramework, ModelCallError } from '../agents/registry.js';
+import type { KnowledgeSearch } from '../agents/knowledge.js';
+import type { CreditService, Reservation } from '../billing/credit.service.js';
+import { type Plans, planIncludesModel } from '../billing/plans.js';
+import { resolveBillingState } from '../billing/state.js';
+import { type ChatAccess, loadChat } from '../chats/chats.access.js';
+import { chatErrors } from '../chats/chats.errors.js';
+import { findChatById, touchChat } from '../chats/chats.repo.js';
+import type { MessageAttachment, MessageUsage } from '../chats/chats.table.js';
+import { buildCallSettings } from '../models/call-settings.js';
+import type { ModelCatalog } from '../models/catalog.js';
+import type { ChatModel } from '../models/models.schemas.js';
+import type { ModelRegistry } from '../models/providers.js';
+import { attachmentToParts, type IncomingPart, receiveParts } from './attachments.js';
+import { canDeleteMessage, canEditMessage, canRateMessage, canRegenerate } from './messages.policy.js';
+import * as repo from './messages.repo.js';
+import { type AgentTaskOut, type MessageOut, sendBody, type SendInput } from './messages.schemas.js';
+import type { StreamControl } from './stream-control.js';
+
+export function toMessageOut(row: repo.MessageRow): MessageOut {
+  return {
+    id: row.id,
+    session: row.sessionId,
+    role: row.role,
+    content: row.content,
+    author: row.authorId,
+    parent: row.parentId,
+    attachments: row.attachments.map(({ id, name, content_type, size }) => ({ id, name, content_type, size })),
+    rating: row.rating,
+    reason: row.reason,
+    stopped: row.stopped,
+    usage: row.usage,
+    ai_model: row.aiModel,
+    sources: row.sources,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+/** A user turn ready for the model: permissions, throttle, plan and credit are already checked. */
+export interface Turn {
+  access: ChatAccess;
+  userId: number;
+  userMessage: repo.MessageRow;
+  model: ChatModel;
+  reservation: Reservation;
+  streamId: string;
+}
+
+export interface GenerationResult {
+  reply: repo.MessageRow;
+  userMessage: repo.MessageRow;
+  usage: MessageUsage;
+  stopped: boolean;
+}
+
+export const messageErrors = {
+  notFound: () => new NotFoundError('Message not found.'),
+  notAuthor: () => new PermissionDeniedError('Only the author of a message can edit it.', 'not_message_author'),
+  cannotRegenerate: () =>
+    new PermissionDeniedError("Only the message's author or the chat's owner can regenerate.", 'permission_denied'),
+  cannotDelete: () =>
+    new PermissionDeniedError("Only the chat's owner can delete replies; user messages also by their author.", 'permission_denied'),
+  notUserMessage: (field: string) =>
+    new ValidationError('This must be a user message.', { [field]: ['This must be a user message.'] }, 'not_a_user_message'),
+  notRateable: () =>
+    new ValidationError('Only assistant messages can be rated.', { rating: ['Only assistant messages can be rated.'] }, 'not_rateable'),
+  emptyMessage: () => new ValidationError('The message is empty.', { content: ['Write something or attach a file.'] }),
+  taskNotFound: () => new NotFoundError('Task not found.'),
+};
+
+/** Shown to the user when the model fails mid-way; the cause goes to the log only. */
+export const GENERIC_MODEL_FAILURE = 'The model could not complete the reply. Please try again.';
+
+// About four characters a token: good enough to estimate a reservation or an unreported usage.
+const estimateTokens = (text: string) => Math.ceil(text.length / 4);
+
+export interface MessagesServiceDeps {
+  db: Db;
+  config: Pick<Config, 'THROTTLE_CHAT_MESSAGES'>;
+  plans: Plans;
+  catalog: ModelCatalog;
+  credit: CreditService;
+  limiter: RateLimiter;
+  storage: ObjectStorage;
+  modelRegistry: ModelRegistry;
+  knowledge: KnowledgeSearch;
+  streams: StreamControl;
+  log: Logger;
+}
+
+export function createMessagesService(deps: MessagesServiceDeps) {
+  const { db, config, plans, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, log } = deps;
+
+  /** Plan, provider and credit checks shared by every model-calling endpoint. */
+  async function admitModelCall(access: ChatAccess, estimateText: string) {
+    const model = catalog.chatModel(access.chat.aiModel);
+    if (!model) throw chatErrors.unknownModel(access.chat.aiModel);
+    const state = await resolveBillingState(db, plans, access.workspace.workspace);
+    if (!planIncludesModel(state.plan, model)) throw chatErrors.modelNotInPlan(model.id);
+    // Resolving the model now turns an unconfigured provider into a JSON error before streaming.
+    modelRegistry.languageModel(model.id);
+    const { settings } = buildCallSettings(model, {
+      temperature: access.chat.temperature,
+      model_parameters: access.chat.modelParameters,
+    });
+    const estimate =
+      (estimateTokens(estimateText) * model.input_price_per_million + settings.maxOutputTokens * model.output_price_per_million) /
+      1_000_000;
+    const reservation = await credit.reserve(access.workspace.workspace.id, estimate);
+    return { model, reservation };
+  }
+
+  async function loadMessage(access: ChatAccess, messageId: string) {
+    const message = isUuid(messageId) ? await repo.findMessage(db, access.chat.id, messageId) : undefined;
+    if (!message) throw messageErrors.notFound();
+    return message;
+  }
+
+  async function toModelMessages(path: repo.MessageRow[], model: ChatModel): Promise<ModelMessage[]> {
+    const result: ModelMessage[] = [];
+    for (const message of path) {
+      if (message.role === 'assistant') {
+        if (message.content) result.push({ role: 'assistant', content: message.content });
+        continue;
+      }
+      const files = await Promise.all(
+        message.attachments.map((a) => attachmentToParts(a, { storage, supportsImages: model.supports_images })),
+      );
+      const parts = [...(message.content ? [{ type: 'text' as const, text: message.content }] : []), ...files.flat()];
+      result.push({ role: 'user', content: parts.length ? parts : [{ type: 'text', text: '' }] });
+    }
+    return result;
+  }
+
+  /** Runs the agent for a turn and saves the reply; stops are honoured through `streams`. */
+  async function generate(turn: Turn, onEvent: (event: AgentEvent) => void): Promise<GenerationResult> {
+    const { access, model, reservation, userMessage } = turn;
+    const chat = access.chat;
+    return streams.run(chat.id, turn.streamId, async (signal) => {
+      const path = await repo.findPath(db, userMessage.id);
+      const messages = await toModelMessages(path, model);
+      const hasKnowledge = model.supports_tools && (await knowledge.hasKnowledge(chat.id));
+      let outcome;
+      try {
+        outcome = await agentFramework(chat.agentFramework).run({
+          model: modelRegistry.languageModel(model.id),
+          system: chat.systemPrompt || undefined,
+          messages,
+          call: buildCallSettings(model, { temperature: chat.temperature, model_parameters: chat.modelParameters }),
+          abortSignal: signal,
+          searchKnowledge: hasKnowledge
+            ? (query) => knowledge.search({ workspaceId: chat.workspaceId, chatId: chat.id, query, limit: 6 })
+            : null,
+          onEvent,
+        });
+      } catch (error) {
+        await credit.release(reservation);
+        log.error({ err: error, chatId: chat.id, model: model.id }, 'model call failed');
+        throw error instanceof ModelCallError ? error : new ModelCallError(error);
+      }
+      // A stopped stream often ends before the provider reports usage: bill an estimate of what was produced.
+      const promptText = path.map((m) => m.content).join('\n') + (chat.systemPrompt ?? '');
+      const inputTokens = outcome.usage?.inputTokens || estimateTokens(promptText);
+      const outputTokens = outcome.usage?.outputTokens ?? estimateTokens(outcome.text);
+      const usage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+      const reply = await repo.insertMessage(db, {
+        id: randomUUID(),
+        sessionId: chat.id,
+        role: 'assistant',
+        content: outcome.text,
+        parentId: userMessage.id,
+        stopped: outcome.stopped,
+        usage,
+        aiModel: model.id,
+        sources: outcome.sources,
+      });
+      await credit.settle(reservation, {
+        kind: 'chat',
+        model: model.id,
+        userId: turn.userId,
+        inputTokens,
+        outputTokens,
+        referenceId: `chat:${reply.id}`,
+      });
+      await touchChat(db, chat.id);
+      return { reply, userMessage, usage, stopped: outcome.stopped };
+    });
+  }
+
+  async function startTurn(
+    access: ChatAccess,
+    userId: number,
+    userMessage: () => Promise<repo.MessageRow>,
+    estimateText: string,
+    streamId: string | undefined,
+  ): Promise<Turn> {
+    await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
+    const { model, reservation } = await admitModelCall(access, estimateText);
+    try {
+      return { access, userId, model, reservation, userMessage: await userMessage(), streamId: streamId ?? randomUUID() };
+    } catch (error) {
+      await credit.release(reservation);
+      throw error;
+    }
+  }
+
+  return {
+    generate,
+
+    /** A new user message (JSON or multipart) under the newest reply, ready for the model. */
+    async startSend(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<IncomingPart>) {
+      const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+      let body: SendInput;
+      let attachments: MessageAttachment[] = [];
+      if (Symbol.asyncIterator in input) {
+        const state = await resolveBillingState(db, plans, access.workspace.workspace);
+        const received = await receiveParts(input, {
+          storage,
+          keyPrefix: `workspaces/${workspaceId}/chats/${chatId}/attachments`,
+          maxFileBytes: state.plan.max_file_size_bytes,
+        });
+        attachments = received.attachments;
+        const parsed = sendBody.safeParse(received.fields);
+        if (!parsed.success) {
+          await Promise.allSettled(attachments.map((a) => storage.delete(a.storage_key)));
+          const errors: Record<string, string[]> = {};
+          for (const issue of parsed.error.issues) (errors[issue.path.join('.') || 'non_field_errors'] ??= []).push(issue.message);
+          throw new ValidationError('Invalid input in body.', errors);
+        }
+        body = parsed.data;
+      } else {
+        body = input;
+      }
+      if (!body.content.trim() && attachments.length === 0) throw messageErrors.emptyMessage();
+      try {
+        return await startTurn(
+          access,
+          userId,
+          async () => {
+            const parent = await repo.findNewestReply(db, chatId);
+            return repo.insertMessage(db, {
+              sessionId: chatId,
+              role: 'user',
+              content: body.content,
+              authorId: userId,
+              parentId: parent?.id ?? null,
+              attachments,
+            });
+          },
+          body.content,
+          body.stream_id,
+        );
+      } catch (error) {
+        await Promise.allSettled(attachments.map((a) => storage.delete(a.storage_key)));
+        throw error;
+      }
+    },
+
+    /** Another reply to a user message, as a new branch. */
+    async startRegenerate(userId: number, workspaceId: string, chatId: string, userMessageId: string, streamId?: string) {
+      const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+      const message = await loadMessage(access, userMessageId);
+      if (message.role !== 'user') throw messageErrors.notUserMessage('user_message_id');
+      if (!canRegenerate(message, userId, access.chat.ownerId)) throw messageErrors.cannotRegenerate();
+      return startTurn(access, userId, async () => message, message.content, streamId);
+    },
+
+    /** Edits a user message (author only) and answers it again as a new branch. */
+    async startEdit(userId: number, workspaceId: string, chatId: string, messageId: string, content: string, streamId?: string) {
+      const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+      const message = await loadMessage(access, messageId);
+      if (!canEditMessage(message, userId)) {
+        throw message.role === 'user' ? messageErrors.notAuthor() : messageErrors.notUserMessage('id');
+      }
+      if (!content.trim() && message.attachments.length === 0) throw messageErrors.emptyMessage();
+      return startTurn(access, userId, () => repo.updateMessage(db, message.id, { content }), content, streamId);
+    },
+
+    async list(userId: number, workspaceId: string, chatId: string, page: PageQuery): Promise<PageResult<MessageOut>> {
+      const { chat } = await loadChat(db, workspaceId, chatId, userId, 'read');
+      const { rows, count } = await repo.listMessagesPage(db, chat.id, page.limit, page.offset);
+      return { count, results: rows.map(toMessageOut) };
+    },
+
+    async get(userId: number, workspaceId: string, chatId: string, messageId: string): Promise<MessageOut> {
+      const access = await loadChat(db, workspaceId, chatId, userId, 'read');
+      return toMessageOut(await loadMessage(access, messageId));
+    },
+
+    /** Edit without a new reply: the author only. */
+    async update(userId: number, workspaceId: string, chatId: string, messageId: string, content: string) {
+      const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+      const message = await loadMessage(access, messageId);
+      if (!canEditMessage(message, userId)) {
+        throw message.role === 'user' ? messageErrors.notAuthor() : messageErrors.notUserMessage('id');
+      }
+      return toMessageOut(await repo.updateMessage(db, message.id, { content }));
+    },
+
+    /** Deletes a message and everything below it; attachments leave storage too. */
+    async delete(userId: number, workspaceId: string, chatId: string, messageId: string): Promise<void> {
+      const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+      const message = await loadMessage(access, messageId);
+      if (!canDeleteMessage(message, userId, access.chat.ownerId)) throw messageErrors.cannotDelete();
+      const removed = (await repo.listMessagesOfChat(db, chatId)).filter((m) => m.attachments.length);
+      await repo.deleteMessage(db, message.id);
+      const remaining = new Set((await repo.listMessagesOfChat(db, chatId)).map((m) => m.id));
+      const orphaned = removed.filter((m) => !remaining.has(m.id)).flatMap((m) => m.attachments);
+      await Promise.allSettled(orphaned.map((a) => storage.delete(a.storage_key)));
+    },
+
+    /** Anyone who can read the chat rates assistant messages; a null rating clears it. */
+    async feedback(userId: number, workspaceId: string, chatId: string, messageId: string, rating: 'up' | 'down' | null, reason?: string) {
+      const access = await loadChat(db, workspaceId, chatId, userId, 'read');
+      const message = await loadMessage(access, messageId);
+      if (!canRateMessage(message)) throw messageErrors.notRateable();
+      const updated = await repo.updateMessage(db, message.id, { rating, reason: rating === null ? '' : (reason ?? '') });
+      return toMessageOut(updated);
+    },
+
+    async stop(userId: number, workspaceId: string, chatId: string, streamId: string): Promise<void> {
+      const { chat } = await loadChat(db, workspaceId, chatId, userId, 'write');
+      await streams.stop(chat.id, streamId);
+    },
+
+    async taskStatus(userId: number, workspaceId: string, chatId: string, taskId: string): Promise<AgentTaskOut> {
+      const { chat } = await loadChat(db, workspaceId, chatId, userId, 'read');
+      const task = isUuid(taskId) ? await repo.findAgentTask(db, taskId) : undefined;
+      if (!task || task.sessionId !== chat.id) throw messageErrors.taskNotFound();
+      return { task_id: task.id, status: task.status, message_id: task.messageId, error: task.error };
+    },
+
+    /** Queues the reply of a turn as background agent work (AGENT_ASYNC_ENABLED). */
+    async createAgentTask(turn: Turn) {
+      // The job reserves credit again when it runs: a reservation must not outlive a queue wait.
+      await credit.release(turn.reservation);
+      return repo.insertAgentTask(db, {
+        sessionId: turn.access.chat.id,
+        userMessageId: turn.userMessage.id,
+        requestedBy: turn.userId,
+      });
+    },
+
+    /**
+     * The background job: runs the turn behind an agent task and records the outcome. Refusals
+     * (membership, plan, credit) fail the task at once with their message; model failures are
+     * retried by the queue and fail the task with a generic message on the last attempt.
+     */
+    async runAgentTask(taskId: string, isFinalAttempt: boolean): Promise<void> {
+      const task = await repo.findAgentTask(db, taskId);
+      if (!task || task.status === 'SUCCESS' || task.status === 'FAILURE') return;
+      await repo.updateAgentTask(db, taskId, { status: 'STARTED' });
+      try {
+        const chat = await findChatById(db, task.sessionId);
+        if (!chat || task.requestedBy === null) throw chatErrors.notFound();
+        const access = await loadChat(db, chat.workspaceId, chat.id, task.requestedBy, 'write');
+        const userMessage = await loadMessage(access, task.userMessageId);
+        const { model, reservation } = await admitModelCall(access, userMessage.content);
+        const turn = { access, userId: task.requestedBy, model, reservation, userMessage, streamId: task.id };
+        const { reply } = await generate(turn, () => undefined);
+        await repo.updateAgentTask(db, taskId, { status: 'SUCCESS', messageId: reply.id, error: null });
+      } catch (error) {
+        if (error instanceof AppError) {
+          await repo.updateAgentTask(db, taskId, { status: 'FAILURE', error: error.detail });
+          throw new UnrecoverableJobError(error.detail, { cause: error });
+        }
+        log.error({ err: error, taskId }, 'agent task failed');
+        await repo.updateAgentTask(db, taskId, isFinalAttempt ? { status: 'FAILURE', error: GENERIC_MODEL_FAILURE } : { status: 'PENDING' });
+        throw error;
+      }
+    },
+  };
+}
+
+export type MessagesService = ReturnType<typeof createMessagesService>;

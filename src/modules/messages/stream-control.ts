@@ -1,0 +1,82 @@
+import type { Logger } from 'pino';
+import type { PubSub } from '../../platform/pubsub/port.js';
+
+const STOP_CHANNEL = 'chat-stream-stop';
+
+interface ActiveStream {
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/**
+ * Tracks the replies this process is generating, so that a stop request received by ANY API
+ * process reaches the one generating: stops are published on the pub/sub port and every process
+ * aborts its own matching stream. Also lets shutdown wait for generations in flight.
+ */
+export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logger }) {
+  const active = new Map<string, ActiveStream>();
+  let subscribed: Promise<unknown> | undefined;
+  const key = (chatId: string, streamId: string) => `${chatId}:${streamId}`;
+
+  function listen() {
+    subscribed ??= pubsub
+      .subscribe(STOP_CHANNEL, (message) => {
+        try {
+          const { chatId, streamId } = JSON.parse(message) as { chatId: string; streamId: string };
+          active.get(key(chatId, streamId))?.controller.abort();
+        } catch (error) {
+          log.warn({ err: error }, 'ignoring a malformed stop message');
+        }
+      })
+      .catch((error: unknown) => {
+        subscribed = undefined;
+        log.error({ err: error }, 'could not subscribe to stream stops');
+      });
+    return subscribed;
+  }
+
+  return {
+    /** Subscribes to stop messages (idempotent); call before the first stream starts. */
+    listen,
+
+    isActive(chatId: string, streamId: string): boolean {
+      return active.has(key(chatId, streamId));
+    },
+
+    /**
+     * Runs one generation under a stop signal. The entry is removed when `work` settles.
+     * Returns undefined when a stream with this id is already running in this chat here.
+     */
+    async run<T>(chatId: string, streamId: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+      await listen();
+      const id = key(chatId, streamId);
+      const controller = new AbortController();
+      let finish!: () => void;
+      const done = new Promise<void>((resolve) => (finish = resolve));
+      active.set(id, { controller, done });
+      try {
+        return await work(controller.signal);
+      } finally {
+        active.delete(id);
+        finish();
+      }
+    },
+
+    /** Asks whichever process runs the stream to stop it. */
+    async stop(chatId: string, streamId: string): Promise<void> {
+      const local = active.get(key(chatId, streamId));
+      if (local) {
+        local.controller.abort();
+        return;
+      }
+      await pubsub.publish(STOP_CHANNEL, JSON.stringify({ chatId, streamId }));
+    },
+
+    /** Resolves when every generation of this process has finished (graceful shutdown). */
+    async drain(): Promise<void> {
+      await Promise.all([...active.values()].map((stream) => stream.done));
+    },
+  };
+}
+
+export type StreamControl = ReturnType<typeof createStreamControl>;

@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../../test/support/app.js';
+import { startTestS3, type TestS3 } from '../../test/support/s3.js';
+import { loadConfig } from '../config/env.js';
+import { testRedisUrl } from '../../test/support/redis.js';
+
+/** The composition root picks every adapter from configuration, and /readyz checks them. */
+
+describe('default infrastructure', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('uses Redis-backed adapters exactly when REDIS_URL is set, local storage and the outbox mailer', () => {
+    const redis = Boolean(testRedisUrl);
+    expect(t.deps.queue.kind).toBe(redis ? 'bullmq' : 'memory');
+    expect(t.deps.pubsub.kind).toBe(redis ? 'redis' : 'memory');
+    expect(t.deps.limiter.kind).toBe(redis ? 'redis' : 'memory');
+    expect(t.deps.storage.kind).toBe('local');
+    expect(t.deps.mailer.kind).toBe('log');
+    expect(t.deps.jobs.queue).toBe(t.deps.queue);
+  });
+
+  it('reports database, storage and (when configured) Redis in /readyz', async () => {
+    const res = await t.get('/readyz');
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({
+      status: 'ok',
+      checks: { database: 'ok', storage: 'ok', ...(testRedisUrl ? { redis: 'ok' } : {}) },
+    });
+  });
+
+  it('serves the local storage routes without authentication', async () => {
+    const res = await t.request('GET', '/files/download/ws/1/x?fn=x&exp=1&sig=x');
+    expect(res.statusCode).toBe(403);
+    expect(res.json()).toEqual({ detail: expect.any(String), code: 'invalid_signature' });
+  });
+});
+
+describe('S3 storage and SMTP configured', () => {
+  let s3: TestS3;
+  let t: TestApp;
+  beforeAll(async () => {
+    s3 = await startTestS3();
+    t = await createTestApp({
+      STORAGE_BACKEND: 's3',
+      S3_ENDPOINT: s3.endpoint,
+      S3_BUCKET: s3.bucket,
+      S3_ACCESS_KEY_ID: s3.accessKeyId,
+      S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      S3_FORCE_PATH_STYLE: 'true',
+      SMTP_URL: 'smtp://127.0.0.1:2525',
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await s3?.close();
+  });
+
+  it('uses the S3 adapter, checks the bucket in /readyz and does not mount the local routes', async () => {
+    expect(t.deps.storage.kind).toBe('s3');
+    expect(t.deps.mailer.kind).toBe('smtp');
+    expect((await t.get('/readyz')).json().checks.storage).toBe('ok');
+    expect((await t.request('GET', '/files/download/ws/1/x?fn=x&exp=1&sig=x')).statusCode).toBe(404);
+  });
+});
+
+describe('throttle settings', () => {
+  it('are checked with the rate limiter parser at start-up', () => {
+    expect(() => loadConfig({ THROTTLE_CHAT_MESSAGES: '0/minute' })).toThrow(/THROTTLE_CHAT_MESSAGES: .*at least 1/);
+    expect(() => loadConfig({ THROTTLE_TRANSLATIONS: '20/fortnight' })).toThrow(/THROTTLE_TRANSLATIONS: .*period/);
+    expect(loadConfig({ THROTTLE_DOCUMENT_UPLOADS: '5/h' }).THROTTLE_DOCUMENT_UPLOADS).toBe('5/h');
+  });
+});

@@ -1,0 +1,101 @@
+import type { Logger } from 'pino';
+import { createRedisClient, quitRedis } from '../redis.js';
+import { deliver } from './memory.js';
+import type { MessageHandler, PubSub } from './port.js';
+
+export interface RedisPubSubOptions {
+  url: string;
+  /** REDIS_PREFIX: channel `x` is the Redis channel `<prefix>:x`. */
+  prefix: string;
+  log: Logger;
+}
+
+interface ChannelState {
+  handlers: Set<MessageHandler>;
+  subscribed: boolean;
+}
+
+/**
+ * Redis pub/sub: one connection publishes, one subscriber connection carries every channel
+ * of this process (ioredis re-subscribes them after a reconnect).
+ */
+export function createRedisPubSub(options: RedisPubSubOptions): PubSub {
+  const { url, prefix, log } = options;
+  const publisher = createRedisClient(url, log, 'pubsub-publish');
+  const subscriber = createRedisClient(url, log, 'pubsub-subscribe');
+  const channels = new Map<string, ChannelState>();
+  let closed = false;
+  const fullName = (channel: string) => `${prefix}:${channel}`;
+
+  subscriber.on('message', (redisChannel: string, message: string) => {
+    if (!redisChannel.startsWith(`${prefix}:`)) return;
+    const state = channels.get(redisChannel.slice(prefix.length + 1));
+    if (!state) return;
+    for (const handler of [...state.handlers]) deliver(log, redisChannel, handler, message);
+  });
+
+  // SUBSCRIBE / UNSUBSCRIBE calls run one at a time, in call order, so concurrent subscribe and
+  // unsubscribe of one channel always leave Redis matching the handlers that remain.
+  let pending: Promise<void> = Promise.resolve();
+
+  // Brings Redis' subscription to `channel` in line with whether anyone listens.
+  function sync(channel: string): Promise<void> {
+    const next = pending.then(async () => {
+      const state = channels.get(channel);
+      if (!state) return;
+      const wanted = state.handlers.size > 0;
+      if (wanted && !state.subscribed) {
+        await subscriber.subscribe(fullName(channel));
+        state.subscribed = true;
+      } else if (!wanted && state.subscribed) {
+        await subscriber.unsubscribe(fullName(channel));
+        state.subscribed = false;
+      }
+      if (!wanted && !state.subscribed) channels.delete(channel);
+    });
+    // Keep the chain alive after a failure; the caller still sees the error.
+    pending = next.catch(() => undefined);
+    return next;
+  }
+
+  return {
+    kind: 'redis',
+
+    async publish(channel, message) {
+      if (closed) throw new Error('The pub/sub is closed');
+      await publisher.publish(fullName(channel), message);
+    },
+
+    async subscribe(channel, handler) {
+      if (closed) throw new Error('The pub/sub is closed');
+      let state = channels.get(channel);
+      if (!state) channels.set(channel, (state = { handlers: new Set(), subscribed: false }));
+      // Wrapped so the same function can be subscribed twice and unsubscribed independently.
+      const entry: MessageHandler = (message) => handler(message);
+      state.handlers.add(entry);
+      const current = state;
+      try {
+        await sync(channel);
+      } catch (error) {
+        current.handlers.delete(entry);
+        if (!current.handlers.size && !current.subscribed && channels.get(channel) === current) channels.delete(channel);
+        throw error;
+      }
+      return async () => {
+        if (!current.handlers.delete(entry) || closed) return;
+        await sync(channel);
+      };
+    },
+
+    async ping() {
+      await publisher.ping();
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      channels.clear();
+      await Promise.all([quitRedis(subscriber), quitRedis(publisher)]);
+    },
+  };
+}

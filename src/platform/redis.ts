@@ -1,0 +1,30 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+
+/**
+ * One ioredis connection with its errors logged (an `error` event without a listener is
+ * printed to stderr by ioredis). Each adapter owns its connections and quits them on close.
+ * Key prefixes are applied by the adapters (BullMQ refuses ioredis' own `keyPrefix`).
+ */
+export function createRedisClient(url: string, log: Logger, role: string, options: RedisOptions = {}): Redis {
+  const client = new Redis(url, { connectionName: role, ...options });
+  let lastLogged = 0;
+  client.on('error', (error: Error) => {
+    // ioredis retries every second or so while Redis is down: log at most every 10 s.
+    const now = Date.now();
+    if (now - lastLogged < 10_000) return;
+    lastLogged = now;
+    log.warn({ err: error, redis: role }, 'redis connection error');
+  });
+  return client;
+}
+
+/** Closes a connection politely, or drops it when Redis cannot be reached. */
+export async function quitRedis(client: Redis): Promise<void> {
+  if (client.status === 'end') return;
+  try {
+    await Promise.race([client.quit(), new Promise((_, reject) => setTimeout(() => reject(new Error('quit timed out')), 2000).unref())]);
+  } catch {
+    client.disconnect();
+  }
+}

@@ -1,0 +1,68 @@
+import type { FastifyReply } from 'fastify';
+
+/**
+ * Server-sent events on a Fastify reply. Each event is `event: NAME` + one `data: JSON` line +
+ * a blank line (JSON.stringify never emits a raw newline, so one data line always suffices);
+ * `: ping` comments keep proxies from closing an idle stream.
+ *
+ * The stream takes over the raw response (`reply.hijack()`), so Fastify's serialisation and
+ * error handler no longer apply: JSON errors must be sent before `open`. Writes after the client
+ * went away are dropped silently; whoever produces the events keeps going (a disconnect does not
+ * abort generation) and can look at `closed`.
+ */
+export interface EventStream {
+  send(event: string, data: unknown): void;
+  /** Ends the response (idempotent). */
+  end(): void;
+  /** True once the client disconnected or `end` was called. */
+  readonly closed: boolean;
+}
+
+export interface EventStreamOptions {
+  headers?: Record<string, string>;
+  heartbeatMs?: number;
+}
+
+export const SSE_HEARTBEAT_MS = 15_000;
+
+export function openEventStream(reply: FastifyReply, options: EventStreamOptions = {}): EventStream {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache, no-transform',
+    Connection: 'keep-alive',
+    'X-Accel-Buffering': 'no',
+    'X-Request-Id': String(reply.request.id),
+    ...options.headers,
+  });
+  raw.flushHeaders();
+
+  let closed = false;
+  const heartbeat = setInterval(() => write(': ping\n\n'), options.heartbeatMs ?? SSE_HEARTBEAT_MS);
+  heartbeat.unref();
+  // The response's close (not the request's, which fires once the body is read) marks a disconnect.
+  raw.on('close', () => {
+    closed = true;
+    clearInterval(heartbeat);
+  });
+
+  function write(chunk: string) {
+    if (closed || raw.destroyed || raw.writableEnded) return;
+    raw.write(chunk);
+  }
+
+  return {
+    send(event, data) {
+      write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    },
+    end() {
+      clearInterval(heartbeat);
+      if (!raw.writableEnded) raw.end();
+      closed = true;
+    },
+    get closed() {
+      return closed || raw.destroyed;
+    },
+  };
+}
