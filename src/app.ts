@@ -8,10 +8,13 @@ import { authRoutes } from './modules/auth/auth.routes.js';
 import { checkoutRoutes } from './modules/billing/checkout.routes.js';
 import { planRoutes } from './modules/billing/plan.routes.js';
 import { chatsRoutes } from './modules/chats/chats.routes.js';
+import { documentsRoutes } from './modules/documents/documents.routes.js';
+import { knowledgeBasesRoutes } from './modules/knowledge-bases/knowledge-bases.routes.js';
 import { messagesRoutes } from './modules/messages/messages.routes.js';
 import { webhookRoutes } from './modules/billing/webhook.routes.js';
 import { modelsRoutes } from './modules/models/models.routes.js';
 import { invitationsRoutes } from './modules/invitations/invitations.routes.js';
+import { speechRoutes } from './modules/speech/speech.routes.js';
 import { teamMembershipsRoutes } from './modules/teams/team-memberships.routes.js';
 import { teamsRoutes } from './modules/teams/teams.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
@@ -106,6 +109,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     await api.register(webhookRoutes, { webhooks: services.webhooks });
     await api.register(modelsRoutes, { models: services.models });
     await api.register(chatsRoutes, { chats: services.chats });
+    await api.register(knowledgeBasesRoutes, { kbs: services.knowledgeBases });
+    await api.register(documentsRoutes, { documents: services.documents });
     await api.register(messagesRoutes, {
       messages: services.messages,
       agentAsync: config.AGENT_ASYNC_ENABLED,
@@ -118,6 +123,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     await api.register(teamsRoutes, { teams: services.teams });
     await api.register(teamMembershipsRoutes, { teamMemberships: services.teamMemberships });
     await api.register(invitationsRoutes, { invitations: services.invitations });
+    await api.register(speechRoutes, { speech: services.speech });
   });
 
   return app;

@@ -21,7 +21,13 @@ import { createMetrics, type Metrics } from './platform/metrics.js';
 import { createAuthService } from './modules/auth/auth.service.js';
 import { createCreditService } from './modules/billing/credit.service.js';
 import { createChatsService } from './modules/chats/chats.service.js';
-import { noKnowledge } from './modules/agents/knowledge.js';
+import type { KnowledgeSearch } from './modules/agents/knowledge.js';
+import { createDocumentsService } from './modules/documents/documents.service.js';
+import { ingestDocumentJob } from './modules/ingestion/ingestion.jobs.js';
+import { createIngestionService } from './modules/ingestion/ingestion.service.js';
+import { createKnowledgeBasesService } from './modules/knowledge-bases/knowledge-bases.service.js';
+import { createKnowledgeSearch } from './modules/knowledge-bases/knowledge-search.js';
+import { assertPublicUrl, classifyUrl, createSafeFetcher, type SafeFetcher } from './platform/fetch/fetcher.js';
 import { agentReplyJob } from './modules/messages/messages.jobs.js';
 import { createMessagesService } from './modules/messages/messages.service.js';
 import { createStreamControl } from './modules/messages/stream-control.js';
@@ -39,6 +45,7 @@ import { createTeamsService } from './modules/teams/teams.service.js';
 import { createUsersService } from './modules/users/users.service.js';
 import { createMembershipsService } from './modules/workspaces/memberships.service.js';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.js';
+import { createSpeechService } from './modules/speech/speech.service.js';
 
 /**
  * The composition root: every adapter is chosen here, once, from configuration, and every
@@ -78,6 +85,10 @@ export interface DepsOverrides {
   limiter?: RateLimiter;
   storage?: ObjectStorage;
   mailer?: Mailer;
+  /** The `search_knowledge_base` backend (tests may bring one); default: hybrid search of attached knowledge bases. */
+  knowledge?: KnowledgeSearch;
+  /** The SSRF-safe fetcher (tests inject one with their own DNS resolver). */
+  fetcher?: SafeFetcher;
 }
 
 /**
@@ -85,8 +96,11 @@ export interface DepsOverrides {
  * (usually in the module's `*.jobs.ts`). Handlers reach services through `deps()`: they only
  * run once `createDeps` has returned.
  */
-function jobDefinitions(deps: () => Deps) {
-  return [agentReplyJob(() => deps().services.messages)] as const;
+function jobDefinitions(config: Config, deps: () => Deps) {
+  return [
+    agentReplyJob(() => deps().services.messages, { backoffMs: config.AGENT_TASK_RETRY_BACKOFF_MS }),
+    ingestDocumentJob(() => deps().services.ingestion, { backoffMs: config.INGESTION_RETRY_BACKOFF_MS }),
+  ] as const;
 }
 
 export type Jobs = JobRegistry<ReturnType<typeof jobDefinitions>>;
@@ -139,18 +153,52 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
 }
 
 function createServices(
-  base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'storage'>,
+  base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'storage' | 'jobs'>,
+  overrides: DepsOverrides = {},
 ) {
-  const { config, log, database, mailer, catalog, plans, pubsub, limiter, storage } = base;
+  const { config, log, database, mailer, catalog, plans, pubsub, limiter, storage, jobs } = base;
   const db = database.db;
   const modelRegistry = createModelRegistry(config, catalog);
   const streams = createStreamControl({ pubsub, log: log.child({ module: 'streams' }) });
-  // Replaced by the knowledge module's search once knowledge bases exist.
-  const knowledge = noKnowledge;
   const credit = createCreditService({ db, plans, catalog, log: log.child({ module: 'credit' }) });
-  // Replaced by the documents module's counter once documents exist.
-  const documentUsage: DocumentUsage = async () => ({ documents: 0, storageBytes: 0 });
+  const knowledge =
+    overrides.knowledge ?? createKnowledgeSearch({ db, config, credit, modelRegistry, log: log.child({ module: 'knowledge' }) });
+  const allowedPrivateHosts = config.URL_FETCH_ALLOWED_PRIVATE_HOSTS;
+  const fetcher = overrides.fetcher ?? createSafeFetcher({ allowedPrivateHosts });
+  const enqueueIngestion = async (taskId: string) => {
+    await jobs.enqueue('documents.ingest', { taskId }, { jobId: taskId });
+  };
+  const documents = createDocumentsService({
+    db,
+    config,
+    plans,
+    credit,
+    limiter,
+    storage,
+    urls: {
+      assertAllowed: (url) => assertPublicUrl(url, { allowedPrivateHosts }),
+      classify: (url) => classifyUrl(url.toString()),
+    },
+    enqueueIngestion,
+    log: log.child({ module: 'documents' }),
+  });
+  const documentUsage: DocumentUsage = documents.usage;
   return {
+    documents,
+    knowledgeBases: createKnowledgeBasesService({ db }),
+    /** The `search_knowledge_base` backend the messages service uses. */
+    knowledge,
+    ingestion: createIngestionService({
+      db,
+      config,
+      plans,
+      credit,
+      storage,
+      fetcher,
+      modelRegistry,
+      enqueue: enqueueIngestion,
+      log: log.child({ module: 'ingestion' }),
+    }),
     credit,
     plan: createPlanService({ db, plans, credit, documentUsage }),
     webhooks: createWebhookService({ db, secret: config.PAYMENT_WEBHOOK_SECRET, log: log.child({ module: 'billing' }) }),
@@ -185,6 +233,16 @@ function createServices(
     teams: createTeamsService({ db }),
     teamMemberships: createTeamMembershipsService({ db }),
     invitations: createInvitationsService({ db, config, mailer, log: log.child({ module: 'invitations' }) }),
+    speech: createSpeechService({
+      db,
+      config,
+      plans,
+      catalog,
+      credit,
+      limiter,
+      modelRegistry,
+      log: log.child({ module: 'speech' }),
+    }),
   };
 }
 
@@ -208,7 +266,7 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
   const late: { deps?: Deps } = {};
   const jobs: Jobs = createJobs(
     queue,
-    jobDefinitions(() => {
+    jobDefinitions(config, () => {
       if (!late.deps) throw new Error('jobs ran before the dependencies were ready');
       return late.deps;
     }),
@@ -218,7 +276,7 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
   const deps: Deps = {
     ...base,
     metrics,
-    services: createServices(base),
+    services: createServices(base, overrides),
     async close() {
       // The queue first: running jobs finish while the database, storage and mail they use are open.
       const owned = (name: keyof Infrastructure) => !overrides[name];

@@ -12,7 +12,12 @@ const app = await buildApp(deps);
 
 await app.listen({ port: config.PORT, host: config.HOST });
 // Embedded profile (or RUN_WORKER_IN_PROCESS=true): this process also runs the background jobs.
-if (config.runWorkerInProcess) await deps.queue.startWorker();
+if (config.runWorkerInProcess) {
+  await deps.queue.startWorker();
+  // In-process jobs do not survive a restart: queue again what was left unfinished.
+  const recovered = await deps.services.ingestion.recover();
+  if (recovered) log.info({ recovered }, 're-queued unfinished ingestion tasks');
+}
 log.info(
   {
     database: deps.database.kind,
@@ -27,6 +32,8 @@ log.info(
 onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
   // Stop accepting requests and wait for the ones in flight (open streams included).
   await app.close();
+  // Replies whose client went away are still being generated: let them finish and be saved.
+  await deps.services.streams.drain();
   // Closes the queue first: running jobs finish, waiting ones stay queued (in Redis) or are dropped (in-process).
   await deps.close();
 });

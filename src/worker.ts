@@ -13,6 +13,9 @@ if (deps.queue.kind === 'memory') {
   log.warn('REDIS_URL is not set: this worker only runs jobs enqueued in its own process');
 }
 await deps.queue.startWorker();
+// Job ids are task ids, so re-queueing what BullMQ still holds is a no-op.
+const recovered = await deps.services.ingestion.recover();
+if (recovered) log.info({ recovered }, 'checked unfinished ingestion tasks');
 log.info({ queue: deps.queue.kind, concurrency: config.WORKER_CONCURRENCY }, 'worker started');
 
 // deps.close() closes the queue first, which waits for the running jobs to finish.

@@ -91,6 +91,10 @@ const envSchema = z.object({
   THROTTLE_DOCUMENT_UPLOADS: rate('30/hour'),
 
   AGENT_ASYNC_ENABLED: bool(false),
+  /** First retry delay of a failed async agent task (doubles per attempt; 3 attempts). */
+  AGENT_TASK_RETRY_BACKOFF_MS: z.coerce.number().int().min(0).max(600_000).default(2000),
+  /** First retry delay of a failed document ingestion (doubles per attempt; 3 attempts). */
+  INGESTION_RETRY_BACKOFF_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
   URL_FETCH_ALLOWED_PRIVATE_HOSTS: z
     .string()
     .default('')

@@ -3,9 +3,12 @@ import { useTestApp } from '../support/app.js';
 import { billingEnv, billingRows, startBillingFakes, stopBillingFakes } from './billing.rows.js';
 import { chatsRows } from './chats.rows.js';
 import { coreRows } from './core.rows.js';
+import { documentsEnv, documentsRows, startDocumentsSite, stopDocumentsSite } from './documents.rows.js';
 import { invitationsRows } from './invitations.rows.js';
+import { knowledgeRows } from './knowledge.rows.js';
 import { messagesRows, modelEnv, startModelFake, stopModelFake } from './messages.rows.js';
 import { planRows } from './plans.rows.js';
+import { speechRows } from './speech.rows.js';
 import { teamsRows } from './teams.rows.js';
 import { buildWorld, type MatrixRow, roles } from './world.js';
 
@@ -13,7 +16,7 @@ import { buildWorld, type MatrixRow, roles } from './world.js';
  * Every registered API route × every kind of caller, with the exact status each must get.
  * Later modules add their rows to `rows`; the completeness test fails when a route has none.
  */
-const rows: MatrixRow[] = [...coreRows, ...teamsRows, ...invitationsRows, ...planRows, ...billingRows, ...chatsRows, ...messagesRows];
+const rows: MatrixRow[] = [...coreRows, ...teamsRows, ...invitationsRows, ...planRows, ...billingRows, ...chatsRows, ...messagesRows, ...speechRows, ...knowledgeRows, ...documentsRows];
 
 // Routes outside the matrix, each with the reason.
 const unlistedRoutes: Record<string, string> = {
@@ -27,11 +30,15 @@ const unlistedPrefixes = ['GET /api/docs', 'PUT /files/', 'GET /files/'];
 // The fakes (payment API, model server) must listen before the app is built, which reads `env`.
 const env: Record<string, string> = {};
 beforeAll(async () => {
-  await Promise.all([startBillingFakes(), startModelFake()]);
-  Object.assign(env, billingEnv, modelEnv, { THROTTLE_CHAT_MESSAGES: '10000/minute' });
+  await Promise.all([startBillingFakes(), startModelFake(), startDocumentsSite()]);
+  Object.assign(env, billingEnv, modelEnv, documentsEnv, {
+    THROTTLE_CHAT_MESSAGES: '10000/minute',
+    THROTTLE_TRANSCRIPTIONS: '10000/minute',
+    THROTTLE_TRANSLATIONS: '10000/minute',
+  });
 });
 afterAll(async () => {
-  await Promise.all([stopBillingFakes(), stopModelFake()]);
+  await Promise.all([stopBillingFakes(), stopModelFake(), stopDocumentsSite()]);
 });
 const t = useTestApp(env);
 
@@ -42,10 +49,10 @@ describe('role matrix', () => {
 
   it.each(cases)('$name', async ({ row, role }) => {
     const world = await buildWorld(t);
-    const { url, body } = await row.request(world, role);
+    const { url, body, headers } = await row.request(world, role);
     const method = row.route.split(' ')[0] as 'GET';
     const as = role === 'anonymous' ? null : world.users[role];
-    const res = await t.request(method, url, { as, body: body ?? (method === 'GET' || method === 'DELETE' ? undefined : {}) });
+    const res = await t.request(method, url, { as, headers, body: body ?? (method === 'GET' || method === 'DELETE' ? undefined : {}) });
     expect(res.statusCode, `${row.route} as ${role}: ${res.body}`).toBe(row.expect[role]);
   });
 

@@ -84,7 +84,10 @@ export async function buildWorld(t: TestApp): Promise<World> {
 
 export interface MatrixRequest {
   url: string;
+  /** JSON body, or the raw payload (a Buffer) when `headers` set its content type. */
   body?: unknown;
+  /** Extra request headers, such as the content type of a multipart body. */
+  headers?: Record<string, string>;
 }
 
 /**

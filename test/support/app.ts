@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config/env.js';
-import { createDeps, type Deps } from '../../src/deps.js';
+import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
 import { type TestDatabase, testDatabase, truncateAll } from './db.js';
 
 export interface Caller {
@@ -49,12 +49,15 @@ export function testConfig(env: Record<string, string> = {}): Config {
   });
 }
 
+/** Test-provided dependencies (the database is always this worker's). */
+export type TestOverrides = Omit<DepsOverrides, 'database'>;
+
 /** Builds the real app on this worker's database. */
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function createTestApp(env: Record<string, string> = {}, overrides: TestOverrides = {}): Promise<TestApp> {
   const config = testConfig(env);
   const database = await testDatabase();
   const log = pino({ level: config.LOG_LEVEL });
-  const deps = await createDeps(config, log, { database });
+  const deps = await createDeps(config, log, { ...overrides, database });
   const app = await buildApp(deps);
   await app.ready();
   // As in the embedded server: jobs run in this process, so tests can enqueue and `drain()`.
@@ -96,10 +99,10 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
  * Registers the hooks of a test file: one app for the file, empty tables before each test.
  * Use the returned object's fields inside tests (they are set in beforeAll).
  */
-export function useTestApp(env: Record<string, string> = {}): TestApp {
+export function useTestApp(env: Record<string, string> = {}, overrides: TestOverrides = {}): TestApp {
   const holder = {} as TestApp;
   beforeAll(async () => {
-    Object.assign(holder, await createTestApp(env));
+    Object.assign(holder, await createTestApp(env, overrides));
   });
   beforeEach(async () => {
     await truncateAll(holder.database);

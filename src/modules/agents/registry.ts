@@ -88,6 +88,9 @@ async function runStream(input: AgentInput, tools: ToolSet | undefined, maxSteps
     providerOptions: input.call.providerOptions,
     abortSignal: input.abortSignal,
     maxRetries: 1,
+    // Errors arrive as `error` parts below and the caller logs them; the SDK's default handler
+    // would also print each one to the console, outside the service's logger.
+    onError: () => undefined,
     ...(tools ? { tools, stopWhen: stepCountIs(maxSteps) } : {}),
   });
 

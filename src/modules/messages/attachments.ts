@@ -74,6 +74,11 @@ export async function receiveParts(
       const contentType = part.mimetype || 'application/octet-stream';
       const key = `${options.keyPrefix}/${id}/${name}`;
       const { guard, size } = sizeGuard(name, options.maxFileBytes);
+      // The guard can fail before `put` attaches its own error handling (a large first chunk while
+      // put is still preparing): without a listener that 'error' would crash the process. `put`
+      // still sees the error (a pipeline over an errored stream rejects with it); the rest of the
+      // file is drained so the multipart parser is not left stalled.
+      guard.on('error', () => part.stream.resume());
       // Tracked before the upload so a failure part-way still removes what was written.
       attachments.push({ id, name, content_type: contentType, size: 0, storage_key: key });
       await options.storage.put(key, part.stream.pipe(guard), { contentType });

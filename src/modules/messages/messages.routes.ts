@@ -24,7 +24,7 @@ import {
   taskPathParams,
   updateMessageBody,
 } from './messages.schemas.js';
-import { GENERIC_MODEL_FAILURE, type MessagesService, type Turn, toMessageOut } from './messages.service.js';
+import { GENERIC_MODEL_FAILURE, messageErrors, type MessagesService, type Turn, toMessageOut } from './messages.service.js';
 
 const tags = ['messages'];
 const base = '/api/workspaces/:ws/chats/:session/messages';
@@ -50,8 +50,8 @@ async function* multipartParts(request: FastifyRequest): AsyncIterable<IncomingP
   }
 }
 
-function requireBody<T>(body: T | undefined): T {
-  if (body === undefined) throw new ValidationError('Request body is required.', { content: ['This field is required.'] });
+function requireBody<T>(body: T | null | undefined): T {
+  if (body === undefined || body === null) throw new ValidationError('Request body is required.', { content: ['This field is required.'] });
   return body;
 }
 
@@ -67,13 +67,22 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     limits: { files: MAX_FILES_PER_MESSAGE, fileSize: options.maxFileBytes, fields: 10, fieldSize: MAX_MESSAGE_CHARS * 4 },
   });
 
+  /** The reply of a turn for the JSON endpoints; a model failure is a generic 502 (logged by the service). */
+  async function generateJson(turn: Turn) {
+    try {
+      return await messages.generate(turn, () => undefined);
+    } catch (error) {
+      throw error instanceof ModelCallError ? messageErrors.modelFailed() : error;
+    }
+  }
+
   /**
    * Streams a prepared turn as server-sent events. Everything that can be refused was refused
    * before this point as a JSON error; from here on failures are `error` events.
    */
   async function streamTurn(request: FastifyRequest, reply: FastifyReply, turn: Turn) {
     if (!wantsEventStream(request)) {
-      const result = await messages.generate(turn, () => undefined);
+      const result = await generateJson(turn);
       return reply.code(201).send(toMessageOut(result.reply));
     }
     const stream = openEventStream(reply, { headers: { 'X-Stream-Id': turn.streamId }, heartbeatMs: options.heartbeatMs });
@@ -97,7 +106,8 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     return reply;
   }
 
-  const sendSchema = { tags, params: chatPathParams, body: sendBody.optional(), consumes: ['application/json', 'multipart/form-data'] };
+  // A multipart request reaches validation with a null body (its parts are read in the handler).
+  const sendSchema = { tags, params: chatPathParams, body: sendBody.nullish(), consumes: ['application/json', 'multipart/form-data'] };
 
   app.post(`${base}/stream/`, { schema: { ...sendSchema, response: { 201: messageOut } } }, async (request, reply) => {
     const { ws, session } = request.params;
@@ -150,7 +160,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
         await options.enqueueAgentTask(task.id);
         return reply.code(202).send({ ...toMessageOut(turn.userMessage), agent_task_id: task.id });
       }
-      const result = await messages.generate(turn, () => undefined);
+      const result = await generateJson(turn);
       return reply.code(201).send(toMessageOut(result.reply));
     },
   );
@@ -161,7 +171,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     async (request, reply) => {
       const { ws, session } = request.params;
       const turn = await messages.startRegenerate(currentUser(request).id, ws, session, request.body.user_message_id);
-      const result = await messages.generate(turn, () => undefined);
+      const result = await generateJson(turn);
       return reply.code(201).send(toMessageOut(result.reply));
     },
   );

@@ -19,6 +19,7 @@ import { resolveBillingState } from '../billing/state.js';
 import { type ChatAccess, loadChat } from '../chats/chats.access.js';
 import { chatErrors } from '../chats/chats.errors.js';
 import { findChatById, touchChat } from '../chats/chats.repo.js';
+import { assertWritable } from '../workspaces/workspaces.access.js';
 import type { MessageAttachment, MessageUsage } from '../chats/chats.table.js';
 import { buildCallSettings } from '../models/call-settings.js';
 import type { ModelCatalog } from '../models/catalog.js';
@@ -80,6 +81,8 @@ export const messageErrors = {
     new ValidationError('Only assistant messages can be rated.', { rating: ['Only assistant messages can be rated.'] }, 'not_rateable'),
   emptyMessage: () => new ValidationError('The message is empty.', { content: ['Write something or attach a file.'] }),
   taskNotFound: () => new NotFoundError('Task not found.'),
+  /** The JSON endpoints' counterpart of the stream's `error` event: generic, details in the log. */
+  modelFailed: () => new AppError(502, 'model_failed', GENERIC_MODEL_FAILURE),
 };
 
 /** Shown to the user when the model fails mid-way; the cause goes to the log only. */
@@ -151,53 +154,60 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     const { access, model, reservation, userMessage } = turn;
     const chat = access.chat;
     return streams.run(chat.id, turn.streamId, async (signal) => {
-      const path = await repo.findPath(db, userMessage.id);
-      const messages = await toModelMessages(path, model);
-      const hasKnowledge = model.supports_tools && (await knowledge.hasKnowledge(chat.id));
-      let outcome;
       try {
-        outcome = await agentFramework(chat.agentFramework).run({
-          model: modelRegistry.languageModel(model.id),
-          system: chat.systemPrompt || undefined,
-          messages,
-          call: buildCallSettings(model, { temperature: chat.temperature, model_parameters: chat.modelParameters }),
-          abortSignal: signal,
-          searchKnowledge: hasKnowledge
-            ? (query) => knowledge.search({ workspaceId: chat.workspaceId, chatId: chat.id, query, limit: 6 })
-            : null,
-          onEvent,
+        const path = await repo.findPath(db, userMessage.id);
+        const messages = await toModelMessages(path, model);
+        const hasKnowledge = model.supports_tools && (await knowledge.hasKnowledge(chat.id));
+        let outcome;
+        try {
+          outcome = await agentFramework(chat.agentFramework).run({
+            model: modelRegistry.languageModel(model.id),
+            system: chat.systemPrompt || undefined,
+            messages,
+            call: buildCallSettings(model, { temperature: chat.temperature, model_parameters: chat.modelParameters }),
+            abortSignal: signal,
+            searchKnowledge: hasKnowledge
+              ? (query) => knowledge.search({ workspaceId: chat.workspaceId, chatId: chat.id, query, limit: 6 })
+              : null,
+            onEvent,
+          });
+        } catch (error) {
+          log.error({ err: error, chatId: chat.id, model: model.id }, 'model call failed');
+          throw error instanceof ModelCallError ? error : new ModelCallError(error);
+        }
+        // A stopped stream often ends before the provider reports usage: bill an estimate of what was produced.
+        const promptText = path.map((m) => m.content).join('\n') + (chat.systemPrompt ?? '');
+        const inputTokens = outcome.usage?.inputTokens || estimateTokens(promptText);
+        const outputTokens = outcome.usage?.outputTokens ?? estimateTokens(outcome.text);
+        const usage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+        const reply = await repo.insertMessage(db, {
+          id: randomUUID(),
+          sessionId: chat.id,
+          role: 'assistant',
+          content: outcome.text,
+          parentId: userMessage.id,
+          stopped: outcome.stopped,
+          usage,
+          aiModel: model.id,
+          sources: outcome.sources,
         });
+        await credit.settle(reservation, {
+          kind: 'chat',
+          model: model.id,
+          userId: turn.userId,
+          inputTokens,
+          outputTokens,
+          referenceId: `chat:${reply.id}`,
+        });
+        await touchChat(db, chat.id);
+        return { reply, userMessage, usage, stopped: outcome.stopped };
       } catch (error) {
+        // Whatever failed before the charge (the model, reading the path or an attachment, saving
+        // the reply), the held credit goes back now rather than when the reservation expires.
+        // Releasing a settled reservation changes nothing.
         await credit.release(reservation);
-        log.error({ err: error, chatId: chat.id, model: model.id }, 'model call failed');
-        throw error instanceof ModelCallError ? error : new ModelCallError(error);
+        throw error;
       }
-      // A stopped stream often ends before the provider reports usage: bill an estimate of what was produced.
-      const promptText = path.map((m) => m.content).join('\n') + (chat.systemPrompt ?? '');
-      const inputTokens = outcome.usage?.inputTokens || estimateTokens(promptText);
-      const outputTokens = outcome.usage?.outputTokens ?? estimateTokens(outcome.text);
-      const usage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
-      const reply = await repo.insertMessage(db, {
-        id: randomUUID(),
-        sessionId: chat.id,
-        role: 'assistant',
-        content: outcome.text,
-        parentId: userMessage.id,
-        stopped: outcome.stopped,
-        usage,
-        aiModel: model.id,
-        sources: outcome.sources,
-      });
-      await credit.settle(reservation, {
-        kind: 'chat',
-        model: model.id,
-        userId: turn.userId,
-        inputTokens,
-        outputTokens,
-        referenceId: `chat:${reply.id}`,
-      });
-      await touchChat(db, chat.id);
-      return { reply, userMessage, usage, stopped: outcome.stopped };
     });
   }
 
@@ -308,6 +318,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       if (!canEditMessage(message, userId)) {
         throw message.role === 'user' ? messageErrors.notAuthor() : messageErrors.notUserMessage('id');
       }
+      // As on every other path: a user message keeps some text or an attachment.
+      if (!content.trim() && message.attachments.length === 0) throw messageErrors.emptyMessage();
       return toMessageOut(await repo.updateMessage(db, message.id, { content }));
     },
 
@@ -326,6 +338,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     /** Anyone who can read the chat rates assistant messages; a null rating clears it. */
     async feedback(userId: number, workspaceId: string, chatId: string, messageId: string, rating: 'up' | 'down' | null, reason?: string) {
       const access = await loadChat(db, workspaceId, chatId, userId, 'read');
+      // Readers may rate, but a rating is a write: refused while the workspace is archived.
+      assertWritable(access.workspace.workspace);
       const message = await loadMessage(access, messageId);
       if (!canRateMessage(message)) throw messageErrors.notRateable();
       const updated = await repo.updateMessage(db, message.id, { rating, reason: rating === null ? '' : (reason ?? '') });

@@ -14,7 +14,12 @@ interface ActiveStream {
  * aborts its own matching stream. Also lets shutdown wait for generations in flight.
  */
 export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logger }) {
-  const active = new Map<string, ActiveStream>();
+  // A set per key: a client may reuse a stream_id while an earlier stream with it still runs;
+  // a stop then ends every one of them, and one ending never unregisters another.
+  const active = new Map<string, Set<ActiveStream>>();
+  const abortAll = (id: string) => {
+    for (const stream of active.get(id) ?? []) stream.controller.abort();
+  };
   let subscribed: Promise<unknown> | undefined;
   const key = (chatId: string, streamId: string) => `${chatId}:${streamId}`;
 
@@ -23,7 +28,7 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
       .subscribe(STOP_CHANNEL, (message) => {
         try {
           const { chatId, streamId } = JSON.parse(message) as { chatId: string; streamId: string };
-          active.get(key(chatId, streamId))?.controller.abort();
+          abortAll(key(chatId, streamId));
         } catch (error) {
           log.warn({ err: error }, 'ignoring a malformed stop message');
         }
@@ -43,30 +48,31 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
       return active.has(key(chatId, streamId));
     },
 
-    /**
-     * Runs one generation under a stop signal. The entry is removed when `work` settles.
-     * Returns undefined when a stream with this id is already running in this chat here.
-     */
+    /** Runs one generation under a stop signal. The entry is removed when `work` settles. */
     async run<T>(chatId: string, streamId: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
       await listen();
       const id = key(chatId, streamId);
       const controller = new AbortController();
       let finish!: () => void;
       const done = new Promise<void>((resolve) => (finish = resolve));
-      active.set(id, { controller, done });
+      const entry = { controller, done };
+      let entries = active.get(id);
+      if (!entries) active.set(id, (entries = new Set()));
+      entries.add(entry);
       try {
         return await work(controller.signal);
       } finally {
-        active.delete(id);
+        entries.delete(entry);
+        if (entries.size === 0 && active.get(id) === entries) active.delete(id);
         finish();
       }
     },
 
     /** Asks whichever process runs the stream to stop it. */
     async stop(chatId: string, streamId: string): Promise<void> {
-      const local = active.get(key(chatId, streamId));
-      if (local) {
-        local.controller.abort();
+      const id = key(chatId, streamId);
+      if (active.has(id)) {
+        abortAll(id);
         return;
       }
       await pubsub.publish(STOP_CHANNEL, JSON.stringify({ chatId, streamId }));
@@ -74,7 +80,7 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
 
     /** Resolves when every generation of this process has finished (graceful shutdown). */
     async drain(): Promise<void> {
-      await Promise.all([...active.values()].map((stream) => stream.done));
+      await Promise.all([...active.values()].flatMap((streams) => [...streams].map((stream) => stream.done)));
     },
   };
 }

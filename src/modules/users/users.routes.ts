@@ -8,7 +8,7 @@ const tags = ['users'];
 
 export const usersRoutes: FastifyPluginAsyncZod<{ users: UsersService }> = async (app, { users }) => {
   app.get('/api/users/me/', { schema: { tags, response: { 200: meOut } } }, async (request) =>
-    users.me(currentUser(request).id),
+    users.me(currentUser(request)),
   );
 
   app.patch(

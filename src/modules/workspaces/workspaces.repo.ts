@@ -46,6 +46,17 @@ export async function listWorkspacesOfUser(db: DbOrTx, userId: number, limit: nu
   return { rows, count: total?.n ?? 0 };
 }
 
+/** Every workspace of a user with their role, oldest first, without counting (for /api/users/me/). */
+export async function listWorkspaceRolesOfUser(db: DbOrTx, userId: number, limit: number) {
+  return db
+    .select({ workspace: workspaces, role: workspaceMemberships.role })
+    .from(workspaceMemberships)
+    .innerJoin(workspaces, eq(workspaces.id, workspaceMemberships.workspaceId))
+    .where(eq(workspaceMemberships.userId, userId))
+    .orderBy(asc(workspaces.createdAt), asc(workspaces.id))
+    .limit(limit);
+}
+
 /** Inserts unless the slug is taken; undefined means "try another slug". */
 export async function insertWorkspace(db: DbOrTx, values: { name: string; slug: string; ownerId: number }) {
   const [row] = await db.insert(workspaces).values(values).onConflictDoNothing({ target: workspaces.slug }).returning();

@@ -1,0 +1,407 @@
+/**
+ * The client side of bench/stream.ts, run in a child process (`fork`) so that the memory the
+ * parent measures is the app's alone. This process runs the fake model server (the app's
+ * providers point at it) and every HTTP client: account/workspace/chat set-up through the real
+ * API, the sequential time-to-first-delta runs, and the 1,000 concurrent streams.
+ *
+ * Protocol (IPC messages, see `ParentMessage` / `ChildMessage`):
+ *   child → parent  fake   {env}                      the fake is listening; provider env for the app
+ *   parent → child  start  {appUrl, options}          the app is listening
+ *   child → parent  ttfd   {samples}                  phase (a) finished
+ *   child → parent  ready  {}                         phase (b)'s users and chats exist
+ *   parent → child  open   {}                         memory baseline taken: open the streams
+ *   child → parent  opened {...}                      every stream has its first delta (or failed)
+ *   parent → child  sampled {}                        memory sampled: let the streams finish
+ *   child → parent  finished {...}                    every stream ended
+ * Nothing here talks to anything but 127.0.0.1, and every wait is bounded.
+ */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent, request } from 'undici';
+import { type RecordedRequest, startFakeModelServer } from '../test/support/fake-model-server.js';
+
+export interface StreamBenchOptions {
+  sends: number;
+  warmup: number;
+  turnsPerChat: number;
+  streams: number;
+  users: number;
+  chatsPerUser: number;
+  chunks: number;
+  chunkDelayMs: number;
+  /** At most this many sends waiting for their first delta at once (0: all at once). */
+  maxPending: number;
+  skipTtfd: boolean;
+  skipMemory: boolean;
+}
+
+export interface TtfdSample {
+  /** Client-observed ms from request start to the first `event: delta` through the service. */
+  service: number;
+  /** Same, to the first content chunk of a streaming chat completion sent straight to the fake. */
+  fake: number;
+  /** ms from request start to `event: done` through the service. */
+  serviceDone: number;
+}
+
+export interface OpenedReport {
+  /** ms from the first request to the moment every stream had its first delta (or had failed). */
+  rampMs: number;
+  firstDeltaMs: number[];
+  opened: number;
+  /** Streams already finished when the last one opened (should be 0: the sample is at full concurrency). */
+  finishedBeforeAllOpen: number;
+  failed: number;
+  timedOut: boolean;
+}
+
+export interface FinishedReport {
+  done: number;
+  errorEvents: number;
+  failed: number;
+  statuses: Record<string, number>;
+  deltasPerStream: { min: number; max: number };
+  streamMs: number[];
+  failures: string[];
+}
+
+export type ChildMessage =
+  | { type: 'fake'; env: Record<string, string> }
+  | { type: 'ready' }
+  | { type: 'ttfd'; samples: TtfdSample[] }
+  | { type: 'opened'; report: OpenedReport }
+  | { type: 'finished'; report: FinishedReport }
+  | { type: 'error'; message: string };
+
+export type ParentMessage =
+  | { type: 'start'; appUrl: string; options: StreamBenchOptions }
+  | { type: 'open' }
+  | { type: 'sampled' };
+
+/** The reply the fake gives; ~100 words, split into `chunks` deltas. */
+const REPLY_TEXT = Array.from(
+  { length: 20 },
+  (_, i) => `Sentence ${i + 1} of the benchmark reply talks about streaming tokens.`,
+).join(' ');
+/** User messages starting with this get the slow reply (phase b). */
+const SLOW_PREFIX = 'slow:';
+
+function send(message: ChildMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.send) return resolve();
+    process.send(message, undefined, {}, () => resolve());
+  });
+}
+
+function nextMessage<T extends ParentMessage['type']>(type: T, timeoutMs: number): Promise<Extract<ParentMessage, { type: T }>> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      process.off('message', onMessage);
+      reject(new Error(`no "${type}" message from the parent within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onMessage = (message: ParentMessage) => {
+      if (message.type !== type) return;
+      clearTimeout(timer);
+      process.off('message', onMessage);
+      resolve(message as Extract<ParentMessage, { type: T }>);
+    };
+    process.on('message', onMessage);
+  });
+}
+
+async function main(): Promise<void> {
+  let options!: StreamBenchOptions;
+  const fake = await startFakeModelServer({
+    defaultReply: (req: RecordedRequest) =>
+      req.lastUserText?.startsWith(SLOW_PREFIX)
+        ? { text: REPLY_TEXT, chunks: options.chunks, delayMs: options.chunkDelayMs, usage: { inputTokens: 20, outputTokens: 100 } }
+        : { text: REPLY_TEXT, chunks: options.chunks, usage: { inputTokens: 20, outputTokens: 100 } },
+  });
+  // The fake records every request; a long run must not keep 1,000 request bodies around.
+  const trim = setInterval(() => fake.requests.splice(0, fake.requests.length), 1000);
+  trim.unref();
+  const agent = new Agent({ connections: 4096, pipelining: 1, keepAliveTimeout: 60_000, bodyTimeout: 300_000, headersTimeout: 300_000 });
+  try {
+    const started = nextMessage('start', 600_000);
+    await send({ type: 'fake', env: fake.env });
+    const start = await started;
+    options = start.options;
+    const api = createApi(start.appUrl, agent);
+    if (!options.skipTtfd) await send({ type: 'ttfd', samples: await ttfdPhase(api, fake.url, agent) });
+    if (!options.skipMemory) await memoryPhase(api);
+  } finally {
+    clearInterval(trim);
+    await agent.close();
+    await fake.close();
+  }
+
+  // --- (a) time to first delta, sequential -------------------------------------------------
+
+  async function ttfdPhase(api: Api, fakeUrl: string, dispatcher: Agent): Promise<TtfdSample[]> {
+    const total = options.warmup + options.sends;
+    const user = await api.newUser();
+    const workspace = await api.newWorkspace(user, 'TTFD');
+    const chats: string[] = [];
+    for (let i = 0; i < Math.ceil(total / options.turnsPerChat); i++) chats.push(await api.newChat(user, workspace, `TTFD ${i}`));
+    const samples: TtfdSample[] = [];
+    process.stdout.write(`(a) ${options.warmup} warm-up + ${options.sends} sequential streamed sends, each paired with a direct request to the fake...\n`);
+    for (let i = 0; i < total; i++) {
+      const chat = chats[Math.floor(i / options.turnsPerChat)]!;
+      const content = `Question ${i}: how do streamed replies reach the browser?`;
+      // Alternate the order so neither side always runs on a freshly idle machine.
+      let service: { first: number; done: number };
+      let direct: number;
+      if (i % 2 === 0) {
+        service = await api.streamOnce(user, workspace, chat, content);
+        direct = await fakeOnce(fakeUrl, dispatcher, content);
+      } else {
+        direct = await fakeOnce(fakeUrl, dispatcher, content);
+        service = await api.streamOnce(user, workspace, chat, content);
+      }
+      if (i >= options.warmup) samples.push({ service: service.first, fake: direct, serviceDone: service.done });
+    }
+    return samples;
+  }
+
+  // --- (b) memory of N concurrent streams ---------------------------------------------------
+
+  async function memoryPhase(api: Api): Promise<void> {
+    const users: Caller[] = [];
+    const chats: Array<{ user: Caller; workspace: string; chat: string }> = [];
+    process.stdout.write(`(b) set-up: ${options.users} users, ${options.users * options.chatsPerUser} chats...\n`);
+    for (let u = 0; u < options.users; u++) {
+      const user = await api.newUser();
+      users.push(user);
+      const workspace = await api.newWorkspace(user, `Memory ${u}`);
+      for (let c = 0; c < options.chatsPerUser; c++) chats.push({ user, workspace, chat: await api.newChat(user, workspace, `Memory ${u}.${c}`) });
+    }
+    const go = nextMessage('open', 600_000);
+    await send({ type: 'ready' });
+    await go;
+
+    const expectedMs = options.chunks * options.chunkDelayMs;
+    process.stdout.write(`(b) opening ${options.streams} concurrent streams (${options.chunks} chunks, ${options.chunkDelayMs} ms apart: ~${(expectedMs / 1000).toFixed(0)} s each)...\n`);
+    const t0 = performance.now();
+    let opened = 0;
+    let settled = 0;
+    let failed = 0;
+    let finishedBeforeAllOpen = 0;
+    let allOpenAt: number | undefined;
+    const firstDeltaMs: number[] = [];
+    const streamMs: number[] = [];
+    const statuses: Record<string, number> = {};
+    const failures: string[] = [];
+    let done = 0;
+    let errorEvents = 0;
+    let minDeltas = Number.POSITIVE_INFINITY;
+    let maxDeltas = 0;
+    let notifyOpen: () => void = () => undefined;
+    const allOpen = new Promise<void>((resolve) => (notifyOpen = resolve));
+    const checkOpen = () => {
+      if (allOpenAt === undefined && opened + failed >= options.streams) {
+        allOpenAt = performance.now();
+        notifyOpen();
+      }
+    };
+
+    // Optional pacing: at most `maxPending` sends between request start and first delta.
+    let pending = 0;
+    const waiting: Array<() => void> = [];
+    const acquire = async () => {
+      while (options.maxPending > 0 && pending >= options.maxPending) await new Promise<void>((resolve) => waiting.push(resolve));
+      pending += 1;
+    };
+    const release = () => {
+      pending -= 1;
+      waiting.shift()?.();
+    };
+
+    const runs = Array.from({ length: options.streams }, async (_, i) => {
+      const target = chats[i % chats.length]!;
+      await acquire();
+      const begin = performance.now();
+      let sawFirst = false;
+      try {
+        const result = await api.stream(target.user, target.workspace, target.chat, `${SLOW_PREFIX} stream ${i}`, () => {
+          sawFirst = true;
+          release();
+          opened += 1;
+          firstDeltaMs.push(performance.now() - t0);
+          checkOpen();
+        });
+        statuses[result.status] = (statuses[result.status] ?? 0) + 1;
+        if (result.done) done += 1;
+        if (result.errors) errorEvents += 1;
+        minDeltas = Math.min(minDeltas, result.deltas);
+        maxDeltas = Math.max(maxDeltas, result.deltas);
+        if (!result.done && failures.length < 5) failures.push(`status ${result.status}: ${result.tail.slice(0, 300)}`);
+        if (!sawFirst) {
+          release();
+          failed += 1;
+          checkOpen();
+        } else if (allOpenAt === undefined) finishedBeforeAllOpen += 1;
+        streamMs.push(performance.now() - begin);
+      } catch (error) {
+        statuses.error = (statuses.error ?? 0) + 1;
+        const code = (error as { code?: string }).code ?? '';
+        const when = `${((performance.now() - begin) / 1000).toFixed(1)} s after the request, ${sawFirst ? 'after' : 'before'} the first delta`;
+        if (failures.length < 5) failures.push(`${String(error)} ${code} (${when})`);
+        if (!sawFirst) {
+          release();
+          failed += 1;
+          checkOpen();
+        }
+      } finally {
+        settled += 1;
+      }
+    });
+
+    // Bounded: give up waiting for the last first-deltas after ten stream lengths (and 2 min).
+    const openTimeout = Math.max(120_000, 10 * expectedMs);
+    const timedOut = await Promise.race([allOpen.then(() => false), sleep(openTimeout).then(() => true)]);
+    const rampMs = (allOpenAt ?? performance.now()) - t0;
+    const sampled = nextMessage('sampled', 600_000);
+    await send({ type: 'opened', report: { rampMs, firstDeltaMs, opened, finishedBeforeAllOpen, failed, timedOut } });
+    await sampled;
+    process.stdout.write(`(b) all opened after ${(rampMs / 1000).toFixed(1)} s; waiting for the streams to finish...\n`);
+    const finishTimeout = Math.max(300_000, 20 * expectedMs);
+    await Promise.race([Promise.all(runs), sleep(finishTimeout)]);
+    if (settled < options.streams) failures.push(`${options.streams - settled} streams had not ended after ${finishTimeout / 1000} s`);
+    await send({
+      type: 'finished',
+      report: {
+        done,
+        errorEvents,
+        failed,
+        statuses,
+        deltasPerStream: { min: Number.isFinite(minDeltas) ? minDeltas : 0, max: maxDeltas },
+        streamMs,
+        failures,
+      },
+    });
+  }
+}
+
+// --- HTTP helpers ------------------------------------------------------------------------------
+
+interface Caller {
+  token: string;
+}
+
+type Api = ReturnType<typeof createApi>;
+
+function createApi(baseUrl: string, dispatcher: Agent) {
+  async function call<T>(method: 'GET' | 'POST', path: string, body: unknown, as?: Caller): Promise<T> {
+    const response = await request(`${baseUrl}${path}`, {
+      method,
+      dispatcher,
+      headers: {
+        'content-type': 'application/json',
+        ...(as ? { authorization: `Bearer ${as.token}` } : {}),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.body.text();
+    if (response.statusCode >= 300) throw new Error(`${method} ${path} answered ${response.statusCode}: ${text.slice(0, 500)}`);
+    return (text ? JSON.parse(text) : {}) as T;
+  }
+
+  const messagesPath = (workspace: string, chat: string) => `/api/workspaces/${workspace}/chats/${chat}/messages/stream/`;
+
+  /** One streamed send; `onFirstDelta` runs when the first `event: delta` arrives. */
+  async function stream(as: Caller, workspace: string, chat: string, content: string, onFirstDelta: () => void) {
+    const response = await request(`${baseUrl}${messagesPath(workspace, chat)}`, {
+      method: 'POST',
+      dispatcher,
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${as.token}` },
+      body: JSON.stringify({ content }),
+    });
+    let buffer = '';
+    let deltas = 0;
+    let done = false;
+    let errors = 0;
+    let tail = '';
+    response.body.setEncoding('utf8');
+    for await (const chunk of response.body as AsyncIterable<string>) {
+      buffer += chunk;
+      tail = (tail + chunk).slice(-600);
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) !== -1) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        if (block.startsWith('event: delta')) {
+          deltas += 1;
+          if (deltas === 1) onFirstDelta();
+        } else if (block.startsWith('event: done')) done = true;
+        else if (block.startsWith('event: error')) errors += 1;
+      }
+    }
+    return { status: response.statusCode, deltas, done, errors, tail };
+  }
+
+  return {
+    async newUser(): Promise<Caller> {
+      const email = `bench-${Date.now()}-${randomBytes(4).toString('hex')}@example.com`;
+      const password = `bench-${randomBytes(12).toString('hex')}`;
+      await call('POST', '/auth/users/', { email, password, name: 'Bench User' });
+      const login = await call<{ auth_token: string }>('POST', '/auth/token/login/', { email, password });
+      return { token: login.auth_token };
+    },
+    async newWorkspace(as: Caller, name: string): Promise<string> {
+      return (await call<{ id: string }>('POST', '/api/workspaces/', { name: `${name} ${randomBytes(3).toString('hex')}` }, as)).id;
+    },
+    async newChat(as: Caller, workspace: string, name: string): Promise<string> {
+      return (await call<{ id: string }>('POST', `/api/workspaces/${workspace}/chats/`, { name }, as)).id;
+    },
+    stream,
+    /** Times one streamed send: first delta and done, in ms from the request start. */
+    async streamOnce(as: Caller, workspace: string, chat: string, content: string) {
+      const t0 = performance.now();
+      let first = Number.NaN;
+      const result = await stream(as, workspace, chat, content, () => (first = performance.now() - t0));
+      const doneAt = performance.now() - t0;
+      if (result.status !== 200 || !result.done || Number.isNaN(first)) {
+        throw new Error(`streamed send failed: status ${result.status}, done ${result.done}; body tail: ${result.tail}`);
+      }
+      return { first, done: doneAt };
+    },
+  };
+}
+
+/** A streaming chat completion straight to the fake, shaped like the app's; ms to the first content chunk. */
+async function fakeOnce(fakeUrl: string, dispatcher: Agent, content: string): Promise<number> {
+  const t0 = performance.now();
+  const response = await request(`${fakeUrl}/v1/chat/completions`, {
+    method: 'POST',
+    dispatcher,
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-fake-openai' },
+    body: JSON.stringify({
+      model: 'gpt-4.1-mini',
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 4096,
+      messages: [{ role: 'user', content }],
+    }),
+  });
+  let first = Number.NaN;
+  let seen = '';
+  response.body.setEncoding('utf8');
+  for await (const chunk of response.body as AsyncIterable<string>) {
+    if (Number.isNaN(first)) {
+      seen += chunk;
+      // The first chunk carries the role with empty content; the first text chunk is the one.
+      if (/"delta":\{"content":"[^"]/.test(seen)) first = performance.now() - t0;
+    }
+  }
+  if (response.statusCode !== 200 || Number.isNaN(first)) throw new Error(`direct request to the fake failed: status ${response.statusCode}`);
+  return first;
+}
+
+main().then(
+  () => process.disconnect?.(),
+  async (error: unknown) => {
+    process.exitCode = 1;
+    await send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+    process.disconnect?.();
+  },
+);

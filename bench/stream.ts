@@ -1,0 +1,367 @@
+/**
+ * Streaming benchmark: (a) the service's time-to-first-delta overhead on a streamed send, and
+ * (b) the app process's memory with 1,000 concurrent streams open.
+ *
+ *   npm run bench:stream [-- --sends 200 --streams 1000 --chunk-delay-ms 1500 --no-record]
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:stream
+ *
+ * This process runs only the real app (createDeps + buildApp, logging silent) on 127.0.0.1: an
+ * embedded PGlite in a temporary directory, or — with DATABASE_URL, which names the server
+ * only — a fresh database `wsai_bench_stream_<random>` created on it and dropped at the end.
+ * A child process (bench/stream-client.ts) runs the fake model server the app's providers point
+ * at and every client, so the memory measured here is the app's. `npm run bench:stream` starts
+ * Node with --expose-gc so memory is also sampled after a full collection.
+ *
+ * (a) N sequential streamed sends (POST .../messages/stream/, after a warm-up), each paired with
+ *     the same streaming chat completion sent straight to the fake: client-observed ms from the
+ *     request start to the first `event: delta` (service) and to the first content chunk (fake);
+ *     the overhead is their difference per pair.
+ * (b) M concurrent streamed sends whose fake replies are slow (`--chunks` chunks `--chunk-delay-ms`
+ *     apart); once every stream has its first delta, the app's memory is sampled; then every
+ *     stream must end with `event: done`.
+ * Results are printed and appended to bench/RESULTS.md.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config/env.js';
+import { createDeps } from '../src/deps.js';
+import { createLogger } from '../src/platform/logger.js';
+import type { ChildMessage, FinishedReport, OpenedReport, ParentMessage, StreamBenchOptions, TtfdSample } from './stream-client.js';
+import {
+  appendResults,
+  ascending,
+  createBenchDatabase,
+  fmt,
+  loadAverage,
+  machine,
+  machineLine,
+  mib,
+  percentile,
+  positiveInt,
+} from './support.js';
+
+const { values: args } = parseArgs({
+  options: {
+    sends: { type: 'string', default: process.env.BENCH_SENDS ?? '200' },
+    warmup: { type: 'string', default: process.env.BENCH_WARMUP_SENDS ?? '20' },
+    turns: { type: 'string', default: process.env.BENCH_TURNS_PER_CHAT ?? '10' },
+    streams: { type: 'string', default: process.env.BENCH_STREAMS ?? '1000' },
+    users: { type: 'string', default: process.env.BENCH_USERS ?? '10' },
+    'chats-per-user': { type: 'string', default: process.env.BENCH_CHATS_PER_USER ?? '10' },
+    chunks: { type: 'string', default: process.env.BENCH_CHUNKS ?? '20' },
+    'chunk-delay-ms': { type: 'string', default: process.env.BENCH_CHUNK_DELAY_MS ?? '15000' },
+    'max-pending': { type: 'string', default: process.env.BENCH_MAX_PENDING ?? '0' },
+    'skip-ttfd': { type: 'boolean', default: false },
+    'skip-memory': { type: 'boolean', default: false },
+    'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
+  },
+  allowPositionals: false,
+});
+
+const options: StreamBenchOptions = {
+  sends: positiveInt('sends', args.sends),
+  warmup: positiveInt('warmup', args.warmup, 0),
+  turnsPerChat: positiveInt('turns', args.turns),
+  streams: positiveInt('streams', args.streams),
+  users: positiveInt('users', args.users),
+  chatsPerUser: positiveInt('chats-per-user', args['chats-per-user']),
+  chunks: positiveInt('chunks', args.chunks),
+  chunkDelayMs: positiveInt('chunk-delay-ms', args['chunk-delay-ms'], 0),
+  maxPending: positiveInt('max-pending', args['max-pending'], 0),
+  skipTtfd: args['skip-ttfd'],
+  skipMemory: args['skip-memory'],
+};
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+interface MemorySample {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+}
+
+async function memory(collect: boolean): Promise<MemorySample> {
+  if (collect && gc) {
+    gc();
+    await sleep(100);
+    gc();
+  }
+  const { rss, heapTotal, heapUsed, external, arrayBuffers } = process.memoryUsage();
+  return { rss, heapTotal, heapUsed, external, arrayBuffers };
+}
+
+/** The kernel's count of connections dropped from full listen queues (Linux, system-wide), if readable. */
+function listenOverflows(): number | undefined {
+  try {
+    const [names, values] = readFileSync('/proc/net/netstat', 'utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('TcpExt:'))
+      .map((line) => line.trim().split(/\s+/));
+    const index = names?.indexOf('ListenOverflows') ?? -1;
+    return index > 0 ? Number(values?.[index]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Messages from the child, awaited by type; a child error or exit rejects every wait. */
+function childChannel(child: ChildProcess) {
+  const inbox: ChildMessage[] = [];
+  let failure: Error | undefined;
+  let wake: () => void = () => undefined;
+  child.on('message', (message: ChildMessage) => {
+    if (message.type === 'error') failure = new Error(`client process failed:\n${message.message}`);
+    else inbox.push(message);
+    wake();
+  });
+  child.on('exit', (code) => {
+    failure ??= new Error(`client process exited (code ${code}) before sending what was expected`);
+    wake();
+  });
+  return {
+    async next<T extends ChildMessage['type']>(type: T, timeoutMs: number): Promise<Extract<ChildMessage, { type: T }>> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const index = inbox.findIndex((m) => m.type === type);
+        if (index !== -1) return inbox.splice(index, 1)[0] as Extract<ChildMessage, { type: T }>;
+        if (failure) throw failure;
+        if (Date.now() > deadline) throw new Error(`no "${type}" message from the client process within ${timeoutMs} ms`);
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, 500).unref();
+        });
+      }
+    },
+    send(message: ParentMessage) {
+      child.send(message);
+    },
+  };
+}
+
+const row = (cells: Array<string | number>) => `| ${cells.join(' | ')} |`;
+
+function ttfdTable(samples: TtfdSample[]): string[] {
+  const service = ascending(samples.map((s) => s.service));
+  const direct = ascending(samples.map((s) => s.fake));
+  const overhead = ascending(samples.map((s) => s.service - s.fake));
+  const done = ascending(samples.map((s) => s.serviceDone));
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+  const line = (label: string, values: number[]) =>
+    row([label, fmt(percentile(values, 50), 2), fmt(percentile(values, 90), 2), fmt(percentile(values, 99), 2), fmt(mean(values), 2)]);
+  return [
+    '| measured (ms, client-observed) | p50 | p90 | p99 | mean |',
+    '|---|---:|---:|---:|---:|',
+    line('service: request start → first `event: delta`', service),
+    line('fake directly: request start → first content chunk', direct),
+    line('**overhead** (service − fake, per pair)', overhead),
+    line('service: request start → `event: done`', done),
+  ];
+}
+
+function memoryTable(rows: Array<[string, MemorySample]>, perStream: MemorySample): string[] {
+  const cells = (m: MemorySample) => [mib(m.rss), mib(m.heapUsed), mib(m.heapTotal), mib(m.external), mib(m.arrayBuffers)];
+  return [
+    '| app process memory (MiB) | rss | heapUsed | heapTotal | external | arrayBuffers |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows.map(([label, m]) => row([label, ...cells(m)])),
+    row([
+      `**per open stream** (open after GC − baseline) / ${options.streams}, KiB`,
+      ...[perStream.rss, perStream.heapUsed, perStream.heapTotal, perStream.external, perStream.arrayBuffers].map((b) => fmt(b / 1024, 1)),
+    ]),
+  ];
+}
+
+async function main(): Promise<void> {
+  const loadBefore = loadAverage();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wsai-bench-stream-'));
+  const child = fork(fileURLToPath(new URL('./stream-client.ts', import.meta.url)), [], {
+    execArgv: process.execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const channel = childChannel(child);
+  let bench: Awaited<ReturnType<typeof createBenchDatabase>> | undefined;
+  let deps: Awaited<ReturnType<typeof createDeps>> | undefined;
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let completed = false;
+  try {
+    const { env: fakeEnv } = await channel.next('fake', 60_000);
+    bench = process.env.DATABASE_URL ? await createBenchDatabase(process.env.DATABASE_URL, 'wsai_bench_stream') : undefined;
+    const database = bench?.label ?? 'PGlite (embedded, temporary directory; one connection)';
+    // Free-plan credit high enough for every reservation of the run (each reserves max_tokens' worth).
+    const plansFile = path.join(dataDir, 'plans.json');
+    writeFileSync(plansFile, JSON.stringify({ free: { ai_credit: 1_000_000 } }));
+    const config = loadConfig({
+      ...process.env,
+      ...fakeEnv,
+      DATABASE_URL: bench?.url ?? '',
+      REDIS_URL: '',
+      EMBEDDING_MODEL: '',
+      LOG_LEVEL: 'silent',
+      DATA_DIR: dataDir,
+      SECRET_KEY: randomBytes(32).toString('hex'),
+      ALLOW_SIGNUP: 'true',
+      THROTTLE_CHAT_MESSAGES: '100000000/minute',
+      PLANS_FILE: plansFile,
+    });
+    process.stdout.write(`starting the app on ${database} (migrations run on start-up)...\n`);
+    deps = await createDeps(config, createLogger('silent'));
+    app = await buildApp(deps);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const address = app.server.address();
+    if (!address || typeof address === 'string') throw new Error('server has no TCP address');
+    channel.send({ type: 'start', appUrl: `http://127.0.0.1:${address.port}`, options });
+
+    let ttfd: { samples: TtfdSample[]; load: string } | undefined;
+    if (!options.skipTtfd) {
+      const { samples } = await channel.next('ttfd', 15 * 60_000);
+      ttfd = { samples, load: loadAverage() };
+      process.stdout.write(`\n${ttfdTable(samples).join('\n')}\n\n`);
+    }
+
+    let mem:
+      | {
+          baseline: MemorySample;
+          openRaw: MemorySample;
+          openGc: MemorySample;
+          peak: MemorySample;
+          after: MemorySample;
+          opened: OpenedReport;
+          finished: FinishedReport;
+          loadAtOpen: string;
+          loopDelay: { p50: number; p99: number; max: number };
+          overflows?: number;
+        }
+      | undefined;
+    if (!options.skipMemory) {
+      await channel.next('ready', 10 * 60_000);
+      const baseline = await memory(true);
+      const peak = { ...baseline };
+      const sampler = setInterval(() => {
+        const m = process.memoryUsage();
+        for (const key of Object.keys(peak) as Array<keyof MemorySample>) peak[key] = Math.max(peak[key], m[key]);
+      }, 250);
+      // How long the app's event loop went without turning (PGlite queries run on it) during the burst.
+      const loop = monitorEventLoopDelay({ resolution: 10 });
+      const overflowsBefore = listenOverflows();
+      try {
+        loop.enable();
+        channel.send({ type: 'open' });
+        const { report: opened } = await channel.next('opened', 30 * 60_000);
+        loop.disable();
+        const overflowsAfter = listenOverflows();
+        const loopDelay = { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 };
+        const openRaw = await memory(false);
+        const openGc = await memory(true);
+        const loadAtOpen = loadAverage();
+        channel.send({ type: 'sampled' });
+        const { report: finished } = await channel.next('finished', 30 * 60_000);
+        clearInterval(sampler);
+        const after = await memory(true);
+        const overflows = overflowsBefore !== undefined && overflowsAfter !== undefined ? overflowsAfter - overflowsBefore : undefined;
+        mem = { baseline, openRaw, openGc, peak, after, opened, finished, loadAtOpen, loopDelay, overflows };
+      } finally {
+        clearInterval(sampler);
+      }
+    }
+
+    const m = machine();
+    const settings =
+      `- settings: (a) ${options.sends} sequential sends after ${options.warmup} warm-up sends, ${options.turnsPerChat} turns per chat ` +
+      `(a new chat every ${options.turnsPerChat} sends), fake reply of ${options.chunks} chunks without delay; ` +
+      `(b) ${options.streams} concurrent streams over ${options.users * options.chatsPerUser} chats (${options.users} users, ` +
+      `each with its own workspace), fake reply of ${options.chunks} chunks ${options.chunkDelayMs} ms apart, ` +
+      `${options.maxPending ? `at most ${options.maxPending} sends waiting for a first delta at a time` : 'all sent at once'}; ` +
+      `database pool ${bench ? config.DATABASE_POOL_SIZE : 1} connection(s); GC ${gc ? 'forced (--expose-gc)' : 'not available (run with --expose-gc)'}`;
+    const lines: string[] = [
+      '`npm run bench:stream`: the app in this process, the fake model server and every client in a child process,',
+      'all on 127.0.0.1. Streamed sends go through `POST /api/workspaces/{ws}/chats/{chat}/messages/stream/` (auth,',
+      'throttle, plan and credit reservation, user message insert, path load, AI SDK stream from the fake, reply',
+      'save and credit settlement); users, workspaces and chats are made through the HTTP API.',
+      '',
+      machineLine(),
+      `- database: ${database}; 1-minute / 5-minute / 15-minute load average ${loadBefore} at the start`,
+      settings,
+    ];
+    let failed = false;
+    if (ttfd) {
+      lines.push(
+        '',
+        `**(a) time to first delta** (${ttfd.samples.length} pairs; load average ${ttfd.load} after the phase)`,
+        '',
+        ...ttfdTable(ttfd.samples),
+      );
+    }
+    if (mem) {
+      const { baseline, openRaw, openGc, peak, after, opened, finished, loopDelay, overflows } = mem;
+      const perStream: MemorySample = {
+        rss: (openGc.rss - baseline.rss) / options.streams,
+        heapUsed: (openGc.heapUsed - baseline.heapUsed) / options.streams,
+        heapTotal: (openGc.heapTotal - baseline.heapTotal) / options.streams,
+        external: (openGc.external - baseline.external) / options.streams,
+        arrayBuffers: (openGc.arrayBuffers - baseline.arrayBuffers) / options.streams,
+      };
+      const firstDelta = ascending(opened.firstDeltaMs);
+      const streamMs = ascending(finished.streamMs);
+      const statuses = Object.entries(finished.statuses)
+        .map(([s, n]) => `${s}: ${n}`)
+        .join(', ');
+      failed = finished.done !== options.streams || finished.errorEvents > 0 || opened.finishedBeforeAllOpen > 0 || opened.timedOut;
+      const memRows: Array<[string, MemorySample]> = [
+        ['baseline: after set-up and phase (a), after GC', baseline],
+        [`${opened.opened} streams open (each past its first delta), before GC`, openRaw],
+        [`${opened.opened} streams open, after GC`, openGc],
+        ['peak during the phase (sampled every 250 ms, no GC)', peak],
+        ['all streams finished, after GC', after],
+      ];
+      const sectionStart = lines.length;
+      lines.push(
+        '',
+        `**(b) ${options.streams} concurrent streams** (load average ${mem.loadAtOpen} with all open)`,
+        '',
+        `- ramp: all ${opened.opened} streams had their first delta ${fmt(opened.rampMs / 1000, 1)} s after the first request ` +
+          `(first delta p50 ${fmt(percentile(firstDelta, 50) / 1000, 2)} s, p99 ${fmt(percentile(firstDelta, 99) / 1000, 2)} s from the start ` +
+          `of the burst, the fake's own first chunk comes after ${options.chunkDelayMs} ms); streams already finished at that moment: ` +
+          `${opened.finishedBeforeAllOpen}; failed before a first delta: ${opened.failed}${opened.timedOut ? '; TIMED OUT waiting' : ''}`,
+        `- app event loop during the ramp: delay p50 ${fmt(loopDelay.p50, 0)} ms, p99 ${fmt(loopDelay.p99, 0)} ms, max ${fmt(loopDelay.max, 0)} ms` +
+          (overflows !== undefined ? `; listen-queue overflows (kernel ListenOverflows, system-wide) during the ramp: ${fmt(overflows)}` : ''),
+        `- end: ${finished.done} of ${options.streams} ended with \`event: done\`, ${finished.errorEvents} with \`event: error\`; ` +
+          `HTTP statuses ${statuses}; ${finished.deltasPerStream.min}–${finished.deltasPerStream.max} deltas per stream; ` +
+          `stream duration p50 ${fmt(percentile(streamMs, 50) / 1000, 1)} s, max ${fmt((streamMs.at(-1) ?? 0) / 1000, 1)} s`,
+        ...(finished.failures.length ? [`- failures (first ${finished.failures.length}): ${finished.failures.map((f) => `\`${f.replace(/\s+/g, ' ')}\``).join('; ')}`] : []),
+        '',
+        ...memoryTable(memRows, perStream),
+      );
+      process.stdout.write(`\n${lines.slice(sectionStart).join('\n')}\n\n`);
+    }
+    lines.push('', `- load average at the end: ${loadAverage()}`);
+    process.stdout.write(`${m.cpus} CPUs, ${m.cpu}, Node ${m.node}; ${database}\n`);
+    if (failed) process.stdout.write('warning: not every stream ended with done at full concurrency (see above)\n');
+    if (args['no-record']) process.stdout.write('not recorded (--no-record)\n');
+    else appendResults(`stream (${bench ? 'PostgreSQL' : 'PGlite'})`, lines);
+    if (failed) process.exitCode = 1;
+    completed = true;
+  } finally {
+    if (!completed) child.kill();
+    if (child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      await Promise.race([exited, sleep(5000)]);
+      if (child.exitCode === null) child.kill();
+    }
+    await app?.close();
+    await deps?.close();
+    await bench?.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,286 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config } from '../../config/env.js';
+import type { Db } from '../../db/client.js';
+import { isUuid } from '../../platform/ids.js';
+import type { PageQuery, PageResult } from '../../platform/pagination.js';
+import { throttle } from '../../platform/ratelimit/rates.js';
+import type { RateLimiter } from '../../platform/ratelimit/port.js';
+import type { ObjectStorage } from '../../platform/storage/port.js';
+import type { CreditService } from '../billing/credit.service.js';
+import type { Plans } from '../billing/plans.js';
+import { resolveBillingState } from '../billing/state.js';
+import * as kbRepo from '../knowledge-bases/knowledge-bases.repo.js';
+import { canChangeDocument } from '../knowledge-bases/knowledge-bases.policy.js';
+import { requireMember, type WorkspaceAccess } from '../workspaces/workspaces.access.js';
+import { isOwnerOrAdmin } from '../workspaces/workspaces.policy.js';
+import { lockWorkspace } from '../workspaces/workspaces.repo.js';
+import { documentErrors } from './documents.errors.js';
+import { toDocumentOut, toTaskOut } from './documents.mapper.js';
+import * as repo from './documents.repo.js';
+import type { DocumentOut, TaskOut } from './documents.schemas.js';
+import type { SourceKind } from './documents.table.js';
+
+/** What the documents module needs to know about a user-given URL before queuing an import. */
+export interface UrlPolicy {
+  /** Throws 400 `url_not_allowed` for URLs that can never be fetched (scheme, userinfo, literal private IPs). */
+  assertAllowed(url: string): URL;
+  classify(url: URL): Exclude<SourceKind, 'upload'>;
+}
+
+export interface DocumentsServiceDeps {
+  db: Db;
+  config: Pick<Config, 'THROTTLE_DOCUMENT_UPLOADS' | 'STORAGE_URL_TTL_SECONDS'>;
+  plans: Plans;
+  credit: CreditService;
+  limiter: RateLimiter;
+  storage: ObjectStorage;
+  urls: UrlPolicy;
+  /** Queues the ingestion job of a task (idempotent by task id). */
+  enqueueIngestion: (taskId: string) => Promise<void>;
+  log: Logger;
+}
+
+const viewerOf = (access: WorkspaceAccess) => ({ userId: access.userId, isOwnerOrAdmin: isOwnerOrAdmin(access) });
+
+/** A storage-key segment from a file name: letters, digits, `.`, `_`, `-`, not starting with `.` (keys.ts). */
+function safeFileName(name: string): string {
+  const cleaned = name.replace(/[^\w.-]+/g, '_').replace(/^\.+/, '').slice(0, 150);
+  return cleaned || 'document';
+}
+
+export function createDocumentsService(deps: DocumentsServiceDeps) {
+  const { db, config, plans, credit, limiter, storage, urls, enqueueIngestion } = deps;
+
+  async function loadDocument(userId: number, workspaceId: string, documentId: string, options: { write?: boolean; change?: boolean } = {}) {
+    const access = await requireMember(db, workspaceId, userId, { write: options.write });
+    const document = isUuid(documentId) ? await repo.findDocument(db, workspaceId, documentId) : undefined;
+    if (!document || !(await repo.isVisible(db, document.id, viewerOf(access)))) throw documentErrors.notFound();
+    if (options.change && !canChangeDocument(document, viewerOf(access))) throw documentErrors.notUploader();
+    return { access, document };
+  }
+
+  async function out(row: repo.DocumentRow): Promise<DocumentOut> {
+    const kbIds = await kbRepo.kbIdsOfDocuments(db, [row.id]);
+    return toDocumentOut(row, kbIds.get(row.id) ?? []);
+  }
+
+  /** Knowledge bases the caller may add documents to; 400 for any other id. */
+  async function writableKbIds(access: WorkspaceAccess, ids: string[]): Promise<string[]> {
+    const unique = [...new Set(ids)];
+    const writable = new Set((await kbRepo.findWritableKbs(db, access.workspace.id, unique, viewerOf(access))).map((kb) => kb.id));
+    const missing = unique.filter((id) => !writable.has(id));
+    if (missing.length) throw documentErrors.unknownKbs(missing);
+    return unique;
+  }
+
+  /**
+   * Checks the plan's document and storage limits and inserts the document while the workspace
+   * row is locked, so concurrent uploads cannot together pass a limit each passes alone.
+   */
+  async function insertWithinLimits(access: WorkspaceAccess, values: Parameters<typeof repo.insertDocument>[1], kbIds: string[]) {
+    const { plan } = await resolveBillingState(db, plans, access.workspace);
+    return db.transaction(async (tx) => {
+      await lockWorkspace(tx, access.workspace.id);
+      const usage = await repo.workspaceUsage(tx, access.workspace.id);
+      if (usage.documents + 1 > plan.max_documents) throw documentErrors.documentLimit(plan.max_documents);
+      if (usage.storageBytes + (values.size ?? 0) > plan.max_storage_bytes) throw documentErrors.storageLimit(plan.max_storage_bytes);
+      const document = await repo.insertDocument(tx, values);
+      for (const kbId of kbIds) await kbRepo.addDocuments(tx, kbId, [document.id], access.userId);
+      return document;
+    });
+  }
+
+  async function queueIngestion(documentId: string): Promise<repo.TaskRow> {
+    const task = await db.transaction(async (tx) => {
+      await repo.revokeOpenTasks(tx, documentId);
+      await repo.updateDocument(tx, documentId, { processingStatus: 'pending' });
+      return repo.insertTask(tx, documentId);
+    });
+    // Enqueued after commit: the job must find its task.
+    await enqueueIngestion(task.id);
+    return task;
+  }
+
+  return {
+    async list(userId: number, workspaceId: string, page: PageQuery): Promise<PageResult<DocumentOut>> {
+      const access = await requireMember(db, workspaceId, userId);
+      const { rows, count } = await repo.listVisibleDocuments(db, workspaceId, viewerOf(access), page.limit, page.offset);
+      const kbIds = await kbRepo.kbIdsOfDocuments(db, rows.map((r) => r.id));
+      return { count, results: rows.map((row) => toDocumentOut(row, kbIds.get(row.id) ?? [])) };
+    },
+
+    async get(userId: number, workspaceId: string, documentId: string): Promise<DocumentOut> {
+      return out((await loadDocument(userId, workspaceId, documentId)).document);
+    },
+
+    /** Rename, and optionally set the knowledge bases (the caller must be able to write to those added or removed). */
+    async update(userId: number, workspaceId: string, documentId: string, input: { name?: string; knowledge_base_ids?: string[] }) {
+      const { access, document } = await loadDocument(userId, workspaceId, documentId, { write: true, change: true });
+      if (input.knowledge_base_ids !== undefined) {
+        const current = (await kbRepo.kbIdsOfDocuments(db, [document.id])).get(document.id) ?? [];
+        const wanted = new Set(input.knowledge_base_ids);
+        const added = [...wanted].filter((id) => !current.includes(id));
+        const removed = current.filter((id) => !wanted.has(id));
+        await writableKbIds(access, [...added, ...removed]);
+        await db.transaction(async (tx) => {
+          for (const id of removed) await kbRepo.removeDocuments(tx, id, [document.id]);
+          for (const id of added) await kbRepo.addDocuments(tx, id, [document.id], userId);
+        });
+      }
+      const updated = input.name !== undefined ? await repo.updateDocument(db, document.id, { name: input.name }) : document;
+      return out(updated!);
+    },
+
+    /** Deletes the document, its chunks and its stored file, and revokes a running ingestion. */
+    async delete(userId: number, workspaceId: string, documentId: string): Promise<void> {
+      const { document } = await loadDocument(userId, workspaceId, documentId, { write: true, change: true });
+      await repo.revokeOpenTasks(db, document.id);
+      await repo.deleteDocument(db, document.id);
+      await storage.delete(document.storageKey).catch((error: unknown) => {
+        deps.log.warn({ err: error, key: document.storageKey }, 'could not delete a stored document file');
+      });
+    },
+
+    /** Step 1 of an upload: plan checks, the document row, and a presigned PUT URL. */
+    async upload(
+      userId: number,
+      workspaceId: string,
+      input: { name: string; content_type: string; size: number; knowledge_base_ids: string[] },
+    ) {
+      const access = await requireMember(db, workspaceId, userId, { write: true });
+      await throttle(limiter, 'document_uploads', userId, config.THROTTLE_DOCUMENT_UPLOADS);
+      const { plan } = await resolveBillingState(db, plans, access.workspace);
+      if (input.size > plan.max_file_size_bytes) throw documentErrors.fileTooLarge(plan.max_file_size_bytes);
+      const kbIds = await writableKbIds(access, input.knowledge_base_ids);
+      const id = randomUUID();
+      const document = await insertWithinLimits(
+        access,
+        {
+          id,
+          workspaceId,
+          name: input.name,
+          contentType: input.content_type,
+          size: input.size,
+          sourceKind: 'upload',
+          storageKey: `workspaces/${workspaceId}/documents/${id}/${safeFileName(input.name)}`,
+          uploadedBy: userId,
+        },
+        kbIds,
+      );
+      const upload = await storage.createUploadUrl(document.storageKey, {
+        contentType: input.content_type,
+        expiresInSeconds: config.STORAGE_URL_TTL_SECONDS,
+        maxBytes: input.size,
+      });
+      return {
+        document: await out(document),
+        upload: { url: upload.url, method: upload.method, headers: upload.headers, expires_at: upload.expiresAt.toISOString() },
+      };
+    },
+
+    /** Step 3: checks the stored object's real size and type, then queues ingestion. */
+    async confirmUpload(userId: number, workspaceId: string, documentId: string) {
+      const { access, document } = await loadDocument(userId, workspaceId, documentId, { write: true, change: true });
+      if (document.sourceKind !== 'upload') throw documentErrors.notAnUpload();
+      if (document.storedAt) return this.processingStatus(userId, workspaceId, documentId);
+      const stored = await storage.head(document.storageKey);
+      if (!stored) throw documentErrors.uploadMissing();
+      const { plan } = await resolveBillingState(db, plans, access.workspace);
+      const rejectObject = async (error: Error) => {
+        await storage.delete(document.storageKey);
+        throw error;
+      };
+      if (stored.size > plan.max_file_size_bytes) await rejectObject(documentErrors.fileTooLarge(plan.max_file_size_bytes));
+      await credit.assertAvailable(access.workspace);
+      const fits = await db.transaction(async (tx) => {
+        await lockWorkspace(tx, workspaceId);
+        const usage = await repo.workspaceUsage(tx, workspaceId);
+        // The declared size is already counted; swap it for the real one.
+        if (usage.storageBytes - document.size + stored.size > plan.max_storage_bytes) return false;
+        await repo.updateDocument(tx, document.id, {
+          size: stored.size,
+          contentType: stored.contentType ?? document.contentType,
+          storedAt: new Date(),
+        });
+        return true;
+      });
+      // Outside the transaction: no storage call while rows are locked (DESIGN rule 6).
+      if (!fits) await rejectObject(documentErrors.storageLimit(plan.max_storage_bytes));
+      const task = await queueIngestion(document.id);
+      return { processing_status: 'pending' as const, task: toTaskOut(task) };
+    },
+
+    async downloadUrl(userId: number, workspaceId: string, documentId: string) {
+      const { document } = await loadDocument(userId, workspaceId, documentId);
+      if (!document.storedAt) throw documentErrors.notStored();
+      const signed = await storage.createDownloadUrl(document.storageKey, {
+        filename: document.name,
+        contentType: document.contentType,
+        expiresInSeconds: config.STORAGE_URL_TTL_SECONDS,
+      });
+      return { url: signed.url, expires_at: signed.expiresAt.toISOString() };
+    },
+
+    async processingStatus(userId: number, workspaceId: string, documentId: string) {
+      const { document } = await loadDocument(userId, workspaceId, documentId);
+      const task = await repo.latestTask(db, document.id);
+      return { processing_status: document.processingStatus, task: task ? toTaskOut(task) : null };
+    },
+
+    /** Uploader or admin; needs credit. */
+    async reprocess(userId: number, workspaceId: string, documentId: string) {
+      const { access, document } = await loadDocument(userId, workspaceId, documentId, { write: true, change: true });
+      if (document.sourceKind === 'upload' && !document.storedAt) throw documentErrors.uploadMissing();
+      await credit.assertAvailable(access.workspace);
+      const task = await queueIngestion(document.id);
+      return { processing_status: 'pending' as const, task: toTaskOut(task) };
+    },
+
+    async chunks(userId: number, workspaceId: string, documentId: string, page: PageQuery) {
+      const { document } = await loadDocument(userId, workspaceId, documentId);
+      const { rows, count } = await repo.listChunks(db, document.id, page.limit, page.offset);
+      return {
+        count,
+        results: rows.map((c) => ({ id: c.id, index: c.chunkIndex, content: c.content, token_count: c.tokenCount, page: c.page })),
+      };
+    },
+
+    /** Imports a web page or a YouTube video: checks first, fetching happens in the background. */
+    async fromUrl(
+      userId: number,
+      workspaceId: string,
+      input: { url: string; name?: string; knowledge_base_ids: string[] },
+    ): Promise<{ document: DocumentOut; task: TaskOut }> {
+      const access = await requireMember(db, workspaceId, userId, { write: true });
+      await throttle(limiter, 'document_uploads', userId, config.THROTTLE_DOCUMENT_UPLOADS);
+      const url = urls.assertAllowed(input.url);
+      const kind = urls.classify(url);
+      const kbIds = await writableKbIds(access, input.knowledge_base_ids);
+      await credit.assertAvailable(access.workspace);
+      const id = randomUUID();
+      const document = await insertWithinLimits(
+        access,
+        {
+          id,
+          workspaceId,
+          name: input.name ?? (`${url.hostname}${url.pathname === '/' ? '' : url.pathname}`.slice(0, 255) || url.hostname),
+          contentType: kind === 'youtube' ? 'text/plain' : 'text/html',
+          size: 0,
+          sourceKind: kind,
+          sourceUrl: url.toString(),
+          storageKey: `workspaces/${workspaceId}/documents/${id}/source`,
+          uploadedBy: userId,
+        },
+        kbIds,
+      );
+      const task = await queueIngestion(document.id);
+      return { document: await out(document), task: toTaskOut(task) };
+    },
+
+    /** Documents and bytes of a workspace, for the plan endpoint. */
+    usage: (workspaceId: string) => repo.workspaceUsage(db, workspaceId),
+  };
+}
+
+export type DocumentsService = ReturnType<typeof createDocumentsService>;

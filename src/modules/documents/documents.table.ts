@@ -1,0 +1,103 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  check,
+  customType,
+  index,
+  integer,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+  vector,
+} from 'drizzle-orm/pg-core';
+import { users } from '../users/users.table.js';
+import { workspaces } from '../workspaces/workspaces.table.js';
+
+const ts = (name: string) => timestamp(name, { withTimezone: true });
+
+export const processingStatuses = ['pending', 'processing', 'ready', 'failed'] as const;
+export type ProcessingStatus = (typeof processingStatuses)[number];
+export const sourceKinds = ['upload', 'web_url', 'youtube'] as const;
+export type SourceKind = (typeof sourceKinds)[number];
+export const taskStatuses = ['PENDING', 'STARTED', 'SUCCESS', 'FAILURE', 'RETRY', 'REVOKED'] as const;
+export type TaskStatus = (typeof taskStatuses)[number];
+
+/** Embeddings are stored at one fixed size (providers are asked for it), so one HNSW index serves all. */
+export const EMBEDDING_DIMENSIONS = 1536;
+
+export const documents = pgTable(
+  'documents',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    workspaceId: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    contentType: text('content_type').notNull().default('application/octet-stream'),
+    /** Bytes stored (declared at upload, the real size once confirmed or fetched). */
+    size: bigint('size', { mode: 'number' }).notNull().default(0),
+    sourceKind: text('source_kind', { enum: sourceKinds }).notNull(),
+    sourceUrl: text('source_url'),
+    storageKey: text('storage_key').notNull(),
+    processingStatus: text('processing_status', { enum: processingStatuses }).notNull().default('pending'),
+    uploadedBy: integer('uploaded_by').references(() => users.id, { onDelete: 'set null' }),
+    /** Set once the client's upload was checked (uploads) or the content fetched (URLs). */
+    storedAt: ts('stored_at'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('documents_workspace_idx').on(t.workspaceId, t.createdAt),
+    check('documents_status_check', sql`${t.processingStatus} in ('pending', 'processing', 'ready', 'failed')`),
+    check('documents_source_check', sql`${t.sourceKind} in ('upload', 'web_url', 'youtube')`),
+  ],
+);
+
+export const ingestionTasks = pgTable(
+  'ingestion_tasks',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    documentId: uuid('document_id')
+      .notNull()
+      .references(() => documents.id, { onDelete: 'cascade' }),
+    /** The background job's id. */
+    taskId: text('task_id').notNull(),
+    status: text('status', { enum: taskStatuses }).notNull().default('PENDING'),
+    /** Written for the end user; technical details stay in the log. */
+    errorMessage: text('error_message'),
+    attempts: integer('attempts').notNull().default(0),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('ingestion_tasks_document_idx').on(t.documentId, t.createdAt), index('ingestion_tasks_status_idx').on(t.status)],
+);
+
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
+
+/** Chunks exist once per document, whatever knowledge bases the document is in. */
+export const documentChunks = pgTable(
+  'document_chunks',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    documentId: uuid('document_id')
+      .notNull()
+      .references(() => documents.id, { onDelete: 'cascade' }),
+    workspaceId: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    chunkIndex: integer('chunk_index').notNull(),
+    content: text('content').notNull(),
+    tokenCount: integer('token_count').notNull(),
+    page: integer('page'),
+    tsv: tsvector('tsv').generatedAlwaysAs(sql`to_tsvector('english', content)`),
+    embedding: vector('embedding', { dimensions: EMBEDDING_DIMENSIONS }),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('document_chunks_document_index_key').on(t.documentId, t.chunkIndex),
+    index('document_chunks_tsv_idx').using('gin', t.tsv),
+    index('document_chunks_embedding_idx').using('hnsw', t.embedding.op('vector_cosine_ops')),
+  ],
+);

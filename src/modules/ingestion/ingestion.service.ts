@@ -1,0 +1,235 @@
+import { randomUUID } from 'node:crypto';
+import { embedMany } from 'ai';
+import type { Logger } from 'pino';
+import type { Config } from '../../config/env.js';
+import type { Db } from '../../db/client.js';
+import { AppError } from '../../platform/errors.js';
+import { type SafeFetcher, youtubeVideoId } from '../../platform/fetch/fetcher.js';
+import { UnrecoverableJobError } from '../../platform/queue/jobs.js';
+import type { ObjectStorage } from '../../platform/storage/port.js';
+import type { CreditService } from '../billing/credit.service.js';
+import type { Plans } from '../billing/plans.js';
+import { resolveBillingState } from '../billing/state.js';
+import * as repo from '../documents/documents.repo.js';
+import { EMBEDDING_DIMENSIONS } from '../documents/documents.table.js';
+import type { ModelRegistry } from '../models/providers.js';
+import { findWorkspace } from '../workspaces/workspaces.repo.js';
+import { chunkDocument } from './chunk.js';
+import { ExtractionError, extractText } from './extract.js';
+import { IngestionError } from './ingestion.errors.js';
+import { fetchYoutubeTranscript } from './youtube-transcript.js';
+
+const GENERIC_FAILURE = 'The document could not be processed. Please try again later.';
+const EMBED_BATCH = 96;
+
+export interface IngestionServiceDeps {
+  db: Db;
+  config: Pick<Config, 'EMBEDDING_MODEL' | 'YOUTUBE_BASE_URL'>;
+  plans: Plans;
+  credit: CreditService;
+  storage: ObjectStorage;
+  fetcher: SafeFetcher;
+  modelRegistry: ModelRegistry;
+  enqueue: (taskId: string) => Promise<void>;
+  log: Logger;
+}
+
+/** Provider options asking each provider for our fixed embedding size. */
+const dimensionOptions = {
+  openai: { dimensions: EMBEDDING_DIMENSIONS },
+  openaiCompatible: { dimensions: EMBEDDING_DIMENSIONS },
+  google: { outputDimensionality: EMBEDDING_DIMENSIONS },
+};
+
+async function readObject(storage: ObjectStorage, key: string, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of await storage.get(key)) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    size += buffer.length;
+    if (size > limit) throw new IngestionError('too_large', 'The file is larger than the plan allows.');
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The message a user sees for a failure; the cause goes to the log. */
+function userMessageOf(error: unknown): string {
+  if (error instanceof ExtractionError || error instanceof IngestionError) return error.userMessage;
+  if (error instanceof AppError) return error.detail;
+  return GENERIC_FAILURE;
+}
+
+/** Failures worth another try: network trouble and the unexpected; never bad input. */
+function isRetryable(error: unknown): boolean {
+  if (error instanceof IngestionError) return error.retryable;
+  if (error instanceof ExtractionError) return false;
+  if (error instanceof AppError) return error.code === 'url_fetch_failed' || error.code === 'url_timeout' || error.status >= 500;
+  return true;
+}
+
+/**
+ * The ingestion job: fetch or read the content, extract text, chunk, embed (when EMBEDDING_MODEL
+ * is set, billed to the workspace) and store the chunks. Task and document statuses always end in
+ * SUCCESS/ready or FAILURE/failed (or RETRY while the queue will try again); a task revoked
+ * meanwhile (document deleted or reprocessed) is left alone.
+ */
+export function createIngestionService(deps: IngestionServiceDeps) {
+  const { db, config, plans, credit, storage, fetcher, modelRegistry, log } = deps;
+
+  async function embed(workspaceId: string, texts: string[], userId: number | null): Promise<number[][] | null> {
+    if (!config.EMBEDDING_MODEL || texts.length === 0) return null;
+    const { model, entry } = modelRegistry.embeddingModel(config.EMBEDDING_MODEL);
+    const estimate = (texts.join(' ').length / 4) * (entry.input_price_per_million / 1_000_000);
+    const reservation = await credit.reserve(workspaceId, estimate);
+    let tokens = 0;
+    const vectors: number[][] = [];
+    try {
+      for (let i = 0; i < texts.length; i += EMBED_BATCH) {
+        const result = await embedMany({
+          model,
+          values: texts.slice(i, i + EMBED_BATCH),
+          providerOptions: dimensionOptions,
+          maxRetries: 2,
+        });
+        tokens += result.usage.tokens;
+        vectors.push(...result.embeddings);
+      }
+    } catch (error) {
+      await credit.release(reservation);
+      throw new IngestionError('embedding_failed', 'Creating search embeddings failed. Please try again later.', {
+        cause: error,
+        retryable: true,
+      });
+    }
+    await credit.settle(reservation, {
+      kind: 'embedding',
+      model: entry.id,
+      userId,
+      inputTokens: tokens,
+      referenceId: `embedding:${randomUUID()}`,
+    });
+    if (vectors.some((v) => v.length !== EMBEDDING_DIMENSIONS)) {
+      throw new IngestionError(
+        'embedding_dimensions',
+        'The configured embedding model returns vectors of an unsupported size.',
+      );
+    }
+    return vectors;
+  }
+
+  /** The bytes to extract, and what we learnt about them (URL imports store what they fetched). */
+  async function content(document: repo.DocumentRow, maxBytes: number) {
+    if (document.sourceKind === 'upload') {
+      return { bytes: await readObject(storage, document.storageKey, maxBytes), contentType: document.contentType };
+    }
+    if (document.sourceKind === 'youtube') {
+      const id = youtubeVideoId(document.sourceUrl ?? '');
+      if (!id) throw new IngestionError('invalid_url', 'This is not a YouTube video link.');
+      const transcript = await fetchYoutubeTranscript(fetcher, config.YOUTUBE_BASE_URL, id);
+      return { bytes: Buffer.from(transcript.text, 'utf8'), contentType: 'text/plain; charset=utf-8', title: transcript.title };
+    }
+    const response = await fetcher.fetch(document.sourceUrl ?? '', { accept: 'text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5' });
+    if (response.status >= 400) {
+      throw new IngestionError('http_error', `The page answered with HTTP status ${response.status}.`, { retryable: response.status >= 500 });
+    }
+    const contentType = response.contentType + (response.charset ? `; charset=${response.charset}` : '');
+    return { bytes: response.body, contentType: contentType || 'text/html' };
+  }
+
+  async function fail(taskId: string, documentId: string, error: unknown, final: boolean) {
+    const retry = !final && isRetryable(error);
+    log[retry ? 'warn' : 'error']({ err: error, taskId, documentId }, retry ? 'ingestion will be retried' : 'ingestion failed');
+    const current = await repo.findTask(db, taskId);
+    // Revoked (reprocessed) or gone with its deleted document: nothing to report.
+    if (!current || current.status === 'REVOKED') return;
+    if (retry) {
+      await repo.updateTask(db, taskId, { status: 'RETRY', errorMessage: userMessageOf(error) });
+      throw error;
+    }
+    await repo.updateTask(db, taskId, { status: 'FAILURE', errorMessage: userMessageOf(error) });
+    await repo.updateDocument(db, documentId, { processingStatus: 'failed' });
+    throw new UnrecoverableJobError(userMessageOf(error), { cause: error });
+  }
+
+  return {
+    async run(taskId: string, context: { isFinalAttempt: boolean }): Promise<void> {
+      const task = await repo.findTask(db, taskId);
+      if (!task || task.status === 'SUCCESS' || task.status === 'FAILURE' || task.status === 'REVOKED') return;
+      const document = await repo.findDocumentById(db, task.documentId);
+      if (!document) {
+        await repo.updateTask(db, taskId, { status: 'REVOKED' });
+        return;
+      }
+      try {
+        // Inside the try: whatever throws, the final attempt still ends the task in FAILURE.
+        // Conditional: a task revoked since it was read above stays revoked.
+        if (!(await repo.startTask(db, taskId))) return;
+        await repo.updateDocument(db, document.id, { processingStatus: 'processing' });
+        const workspace = await findWorkspace(db, document.workspaceId);
+        if (!workspace) throw new IngestionError('gone', 'The workspace no longer exists.');
+        const { plan } = await resolveBillingState(db, plans, workspace);
+        const fetched = await content(document, plan.max_file_size_bytes);
+        const extracted = await extractText({
+          bytes: fetched.bytes,
+          contentType: fetched.contentType,
+          filename: document.name,
+          sourceUrl: document.sourceUrl ?? undefined,
+        });
+        const chunks = chunkDocument(extracted);
+        if (chunks.length === 0) throw new IngestionError('no_text', 'No text could be found in this document.');
+        const embeddings = await embed(document.workspaceId, chunks.map((c) => c.content), document.uploadedBy);
+
+        if (document.sourceKind !== 'upload') {
+          if (fetched.bytes.length > plan.max_file_size_bytes) {
+            throw new IngestionError('too_large', 'The page is larger than the plan allows per document.');
+          }
+          // The size of an import is only known now; uploads were checked at upload and confirm.
+          const usage = await repo.workspaceUsage(db, document.workspaceId);
+          if (usage.storageBytes - document.size + fetched.bytes.length > plan.max_storage_bytes) {
+            throw new IngestionError('storage_limit', "Storing this page would exceed the plan's storage limit.");
+          }
+          await storage.put(document.storageKey, fetched.bytes, { contentType: fetched.contentType, contentLength: fetched.bytes.length });
+        }
+        const applied = await db.transaction(async (tx) => {
+          // Reprocessing or deletion meanwhile revoked this task: its result must not land.
+          const current = await repo.lockTask(tx, taskId);
+          if (!current || current.status === 'REVOKED') return false;
+          await repo.replaceChunks(
+            tx,
+            document,
+            chunks.map((c, i) => ({ index: c.index, content: c.content, tokenCount: c.tokenCount, page: c.page, embedding: embeddings?.[i] ?? null })),
+          );
+          await repo.updateDocument(tx, document.id, {
+            processingStatus: 'ready',
+            ...(document.sourceKind !== 'upload'
+              ? { size: fetched.bytes.length, contentType: fetched.contentType.split(';')[0]!, storedAt: new Date() }
+              : {}),
+          });
+          await repo.updateTask(tx, taskId, { status: 'SUCCESS', errorMessage: null });
+          return true;
+        });
+        if (!applied) {
+          log.info({ taskId }, 'ingestion result dropped: the task was revoked');
+          // An import whose document was deleted meanwhile must not leave the fetched page behind.
+          if (document.sourceKind !== 'upload' && !(await repo.findDocumentById(db, document.id))) {
+            await storage.delete(document.storageKey).catch((error: unknown) => {
+              log.warn({ err: error, key: document.storageKey }, 'could not delete the file of a deleted document');
+            });
+          }
+        }
+      } catch (error) {
+        await fail(taskId, document.id, error, context.isFinalAttempt);
+      }
+    },
+
+    /** Re-queues tasks left unfinished by a crash or restart (the job id makes this idempotent). */
+    async recover(): Promise<number> {
+      const open = await repo.unfinishedTasks(db);
+      for (const task of open) await deps.enqueue(task.id);
+      return open.length;
+    },
+  };
+}
+
+export type IngestionService = ReturnType<typeof createIngestionService>;

@@ -1,0 +1,83 @@
+import multipart from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { currentUser } from '../../platform/auth.js';
+import { MAX_AUDIO_BYTES, MULTIPART_OVERHEAD_BYTES } from './audio.js';
+import { speechErrors } from './speech.errors.js';
+import { transcriptionOut, translateBody, translatePathParams, translationOut } from './speech.schemas.js';
+import type { SpeechPart, SpeechService } from './speech.service.js';
+
+const tags = ['speech'];
+
+/** Multipart parts as plain values, so the service sees no HTTP types. */
+async function* speechParts(request: FastifyRequest): AsyncIterable<SpeechPart> {
+  for await (const part of request.parts()) {
+    if (part.type === 'file') {
+      const file = part.file;
+      yield {
+        type: 'file',
+        field: part.fieldname,
+        filename: part.filename,
+        mimetype: part.mimetype,
+        stream: file,
+        truncated: () => file.truncated,
+      };
+    } else {
+      yield { type: 'field', name: part.fieldname, value: String(part.value) };
+    }
+  }
+}
+
+/**
+ * After a refusal part-way through the body, the rest is read and dropped (never buffered) so
+ * the reply goes out at once and the connection stays usable.
+ */
+function discardUnread(request: FastifyRequest): void {
+  const raw = request.raw;
+  if (raw.readableEnded) return;
+  raw.unpipe();
+  raw.resume();
+}
+
+export const speechRoutes: FastifyPluginAsyncZod<{ speech: SpeechService }> = async (app, { speech }) => {
+  // fileSize is exactly the limit: the parser cuts a larger file and marks it truncated (413).
+  await app.register(multipart, {
+    limits: { files: 1, fileSize: MAX_AUDIO_BYTES, fields: 10, fieldSize: 1024, parts: 12 },
+  });
+
+  app.post(
+    '/api/transcribe-audio/',
+    {
+      schema: {
+        tags,
+        summary: 'Speech to text',
+        description:
+          'multipart/form-data: `workspace_id`, optional `language` (ISO 639-1 hint) and `audio_file` (at most 26,214,400 bytes; ' +
+          'mp3, mpeg, mpga, mp4, m4a, wav, webm, ogg or flac). Send the fields before the file.',
+        consumes: ['multipart/form-data'],
+        response: { 200: transcriptionOut },
+      },
+    },
+    async (request) => {
+      const declared = Number(request.headers['content-length']);
+      // Refused before a byte is read: no 25 MB file fits in this body.
+      if (declared > MAX_AUDIO_BYTES + MULTIPART_OVERHEAD_BYTES) throw speechErrors.audioTooLarge();
+      if (!request.isMultipart()) throw speechErrors.notMultipart();
+      try {
+        return await speech.transcribe(currentUser(request).id, {
+          parts: speechParts(request),
+          ...(Number.isFinite(declared) && declared > 0 ? { declaredBytes: declared } : {}),
+        });
+      } catch (error) {
+        discardUnread(request);
+        throw error;
+      }
+    },
+  );
+
+  app.post(
+    '/api/workspaces/:ws/translate/',
+    { schema: { tags, params: translatePathParams, body: translateBody, response: { 200: translationOut } } },
+    async (request) => speech.translate(currentUser(request).id, request.params.ws, request.body),
+  );
+};
