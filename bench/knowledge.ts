@@ -11,16 +11,18 @@
  * (logging silent, in-process job queue as in the embedded profile, EMBEDDING_MODEL unset) on
  * 127.0.0.1, with a fake model server (test/support) for the one path that embeds the query.
  *
- * (a) Generated documents with ~3,000 characters of English-like text per page: PDFs built here
- *     (one page per PDF page) and plain-text files (a "page" is 3,000 characters). Each is uploaded
- *     through `POST .../documents/upload/` + the signed PUT, then all are confirmed at once; the
- *     clock runs from the first confirm until every document is `ready` (the queue drained).
- * (b) N chunk rows (word-list text, Zipf-distributed words; deterministic pseudo-random unit
- *     vectors made in SQL from a per-row seed) in documents of a knowledge base attached to a
- *     chat, inserted with batched `INSERT ... SELECT FROM unnest(...)` while the GIN and HNSW
- *     indexes are dropped, then both indexes are rebuilt (timed). Searches call the service's
- *     own `lexicalCandidates`, `vectorCandidates` and `fuse`, and `createKnowledgeSearch` with
- *     EMBEDDING_MODEL pointed at the fake server.
+ * (a) Generated documents with ~3,000 characters of English-like text per page (common English
+ *     words, ~4.1 characters per token): PDFs built here (one page per PDF page) and plain-text
+ *     files (a "page" is 3,000 characters). Each is uploaded through `POST .../documents/upload/` +
+ *     the signed PUT, then all are confirmed at once; the clock runs from the first confirm until
+ *     every document is `ready` (the queue drained).
+ * (b) N chunk rows (prose over a 30,500-word vocabulary with Zipf frequencies; deterministic
+ *     pseudo-random unit vectors made in SQL from a per-row seed) in documents of a knowledge base
+ *     attached to a chat, inserted with batched `INSERT ... SELECT FROM unnest(...)` while the GIN
+ *     and HNSW indexes are dropped, then both indexes are rebuilt (timed). Searches call the
+ *     service's own `lexicalCandidates`, `vectorCandidates` and `fuse`, and `createKnowledgeSearch`
+ *     with EMBEDDING_MODEL pointed at the fake server; a diagnostic variant of the vector query
+ *     without its `c.id` tie-breaker shows what keeps the planner from the HNSW index.
  * Results are printed and appended to bench/RESULTS.md.
  */
 import { randomBytes } from 'node:crypto';
@@ -40,6 +42,7 @@ import { extractText } from '../src/modules/ingestion/extract.js';
 import { createKnowledgeSearch, fuse, lexicalCandidates, vectorCandidates } from '../src/modules/knowledge-bases/knowledge-search.js';
 import { createLogger } from '../src/platform/logger.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
+import { buildPdf, COMMON, COMMON_WORDS, LARGE, prng, prose, unitVector, wrap } from './corpus.js';
 import { appendResults, ascending, createBenchDatabase, fmt, loadAverage, machine, machineLine, percentile, positiveInt } from './support.js';
 
 const { values: args } = parseArgs({
@@ -79,172 +82,6 @@ const PAGE_CHARS = 3000;
 /** Query words come from the vocabulary without its 100 most frequent words. */
 const QUERY_MIN_RANK = 100;
 const DIMENSIONS = 1536;
-
-// --- Deterministic English-like text ----------------------------------------------------------
-
-/** mulberry32: small, fast, deterministic. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-// Common English words, most frequent first (function words, then a general business/tech vocabulary).
-const WORDS = `the of and to a in is that for it as was with be by on not he this are or his from at which but have an they
-you were her she there been one all we their has would when if so no will more can who out about up what some them
-into than other time only new could these two may first then do any like my now over such our man me even most made
-after also did many before must through back years where much your way well down should because each just those people
-how too little state good very make world still own see men work long get here between both life being under never
-day same another know while last might us great old year off come since against go came right used take three
-system data report process customer service product market price cost sales team project plan policy contract
-company business support network server storage security access user account record document file page section
-table chart value number total rate level growth revenue budget quarter month week schedule meeting review update
-change issue request order invoice payment supplier shipment warehouse inventory stock delivery quality standard
-control risk audit compliance regulation law court claim case evidence analysis research study test result model
-method sample measure error signal energy power water heat light sound material structure design engineer machine
-tool part unit component device sensor battery motor engine vehicle road bridge building room floor wall door window
-city region country government public private school student teacher course lesson program health patient doctor
-hospital treatment drug clinical trial dose effect response benefit safety training staff manager director board
-member committee decision strategy goal target performance metric quality feedback survey question answer example
-note summary introduction conclusion appendix chapter figure version release feature interface application software
-hardware cloud database query index search result cache memory disk cluster node backup recovery incident outage
-monitor alert log trace latency throughput capacity scale deploy migration pipeline build commit branch merge
-green blue red large small early late high low fast slow clear simple complex annual monthly daily local global
-north south east west river mountain forest ocean island weather climate season summer winter spring autumn`
-  .split(/\s+/)
-  .filter(Boolean);
-
-/**
- * A large vocabulary like a real corpus's: the common words above as the head, then 30,000
- * pronounceable made-up words (deterministic) as the long tail of rarer terms.
- */
-const VOCABULARY = (() => {
-  const random = prng(12345);
-  const pick = (list: string[]) => list[Math.floor(random() * list.length)]!;
-  const onsets = 'b c d f g h k l m n p r s t v w br cl dr fl gr pl pr st tr sh ch th sp'.split(' ');
-  const vowels = 'a e i o u ai ea ou io ee'.split(' ');
-  const codas = ['', '', 'n', 'r', 's', 'l', 't', 'm', 'nd', 'st', 'ck', 'ng'];
-  const suffixes = ['', '', '', 'ing', 'tion', 'ment', 'er', 'ly', 'ness', 'al', 'ive', 'ity'];
-  const words = new Set(WORDS);
-  const vocabulary = [...WORDS];
-  while (vocabulary.length < WORDS.length + 30_000) {
-    const syllables = 2 + Math.floor(random() * 2);
-    let w = '';
-    for (let i = 0; i < syllables; i++) w += pick(onsets) + pick(vowels) + pick(codas);
-    w += pick(suffixes);
-    if (!words.has(w)) {
-      words.add(w);
-      vocabulary.push(w);
-    }
-  }
-  return vocabulary;
-})();
-
-/** Zipf sampling (weight 1 / rank) over VOCABULARY, as word frequencies in natural text. */
-const cumulative = (() => {
-  const weights = VOCABULARY.map((_, i) => 1 / (i + 1));
-  const total = weights.reduce((a, b) => a + b, 0);
-  let sum = 0;
-  return weights.map((w) => (sum += w / total));
-})();
-
-/** A word drawn by frequency; `minRank` leaves out the most common words (queries use content words). */
-function word(random: () => number, minRank = 0): string {
-  const floor = minRank > 0 ? cumulative[minRank - 1]! : 0;
-  const x = floor + random() * (1 - floor);
-  let lo = 0;
-  let hi = cumulative.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (cumulative[mid]! < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return VOCABULARY[lo]!;
-}
-
-function sentence(random: () => number): string {
-  const length = 6 + Math.floor(random() * 16);
-  const words = Array.from({ length }, () => word(random));
-  if (random() < 0.15) words.splice(1 + Math.floor(random() * (length - 1)), 0, String(Math.floor(random() * 5000)));
-  const text = words.join(' ');
-  return `${text[0]!.toUpperCase()}${text.slice(1)}${random() < 0.1 ? '?' : '.'}`;
-}
-
-/** About `chars` characters of sentences, in paragraphs of 3-7 sentences. */
-function prose(random: () => number, chars: number): string {
-  const paragraphs: string[] = [];
-  let size = 0;
-  while (size < chars) {
-    const count = 3 + Math.floor(random() * 5);
-    const paragraph = Array.from({ length: count }, () => sentence(random)).join(' ');
-    paragraphs.push(paragraph);
-    size += paragraph.length + 2;
-  }
-  return paragraphs.join('\n\n').slice(0, chars);
-}
-
-/** Wraps text into lines of at most `width` characters (paragraph breaks become empty lines). */
-function wrap(text: string, width: number): string[] {
-  const lines: string[] = [];
-  for (const paragraph of text.split('\n\n')) {
-    let line = '';
-    for (const w of paragraph.split(' ')) {
-      if (line && line.length + 1 + w.length > width) {
-        lines.push(line);
-        line = w;
-      } else line = line ? `${line} ${w}` : w;
-    }
-    if (line) lines.push(line);
-    lines.push('');
-  }
-  return lines;
-}
-
-/** A minimal PDF (standard Helvetica, one text object per line, exact xref), one page per entry. */
-function buildPdf(pages: string[][]): Buffer {
-  const objects = [
-    '<< /Type /Catalog /Pages 2 0 R >>',
-    `<< /Type /Pages /Kids [${pages.map((_, i) => `${4 + i * 2} 0 R`).join(' ')}] /Count ${pages.length} >>`,
-    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>',
-  ];
-  pages.forEach((lines, i) => {
-    const escape = (s: string) => s.replace(/[\\()]/g, (c) => `\\${c}`);
-    const stream = lines
-      .map((line, j) => (line ? `BT /F1 9 Tf 40 ${770 - j * 11} Td (${escape(line)}) Tj ET` : ''))
-      .filter(Boolean)
-      .join('\n');
-    objects.push(
-      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${5 + i * 2} 0 R >>`,
-      `<< /Length ${Buffer.byteLength(stream, 'latin1')} >>\nstream\n${stream}\nendstream`,
-    );
-  });
-  let out = '%PDF-1.4\n';
-  const offsets: number[] = [];
-  objects.forEach((body, i) => {
-    offsets.push(Buffer.byteLength(out, 'latin1'));
-    out += `${i + 1} 0 obj\n${body}\nendobj\n`;
-  });
-  const xref = Buffer.byteLength(out, 'latin1');
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
-  out += offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`).join('');
-  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
-  return Buffer.from(out, 'latin1');
-}
-
-/** A random unit vector (Gaussian components), for query vectors. */
-function unitVector(random: () => number): number[] {
-  const v = Array.from({ length: DIMENSIONS }, () => {
-    const u = Math.max(random(), 1e-12);
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * random());
-  });
-  const norm = Math.hypot(...v);
-  return v.map((x) => x / norm);
-}
 
 // --- HTTP -------------------------------------------------------------------------------------
 
@@ -435,12 +272,16 @@ async function main(): Promise<void> {
         process.stdout.write(`(a) ${kind.count} ${kind.label} documents of ${pagesPerDoc} pages: generating and uploading...\n`);
         const files = Array.from({ length: kind.count }, (_, d) => {
           const random = prng(1000 + d);
-          const pages = Array.from({ length: pagesPerDoc }, () => prose(random, PAGE_CHARS));
+          const pages = Array.from({ length: pagesPerDoc }, () => prose(random, PAGE_CHARS, COMMON));
           return kind.make(pages);
         });
         // The pure steps alone, in this process, on the first file (the job does exactly these),
         // after one run on a small file of the same kind so module loading and JIT are not counted.
-        const warm = await extractText({ bytes: kind.make([prose(prng(1), PAGE_CHARS), prose(prng(2), PAGE_CHARS)]), contentType: kind.contentType, filename: `warm.${kind.ext}` });
+        const warm = await extractText({
+          bytes: kind.make([prose(prng(1), PAGE_CHARS, COMMON), prose(prng(2), PAGE_CHARS, COMMON)]),
+          contentType: kind.contentType,
+          filename: `warm.${kind.ext}`,
+        });
         chunkDocument(warm);
         const e0 = performance.now();
         const extracted = await extractText({ bytes: files[0]!, contentType: kind.contentType, filename: `doc.${kind.ext}` });
@@ -540,7 +381,7 @@ async function main(): Promise<void> {
           const seq = start + k;
           documentIds.push(docRows[Math.floor(seq / chunksPerDoc)]!.id);
           indexes.push(seq % chunksPerDoc);
-          const text = prose(random, 1200 + Math.floor(random() * 1000));
+          const text = prose(random, 1200 + Math.floor(random() * 1000), LARGE);
           contents.push(text);
           tokens.push(Math.round(text.length / 4.2));
         }
@@ -581,9 +422,9 @@ async function main(): Promise<void> {
       const queryRandom = prng(7);
       const queries = Array.from({ length: searchWarmup + searches }, () => {
         const n = 3 + Math.floor(queryRandom() * 4);
-        return Array.from({ length: n }, () => word(queryRandom, QUERY_MIN_RANK)).join(' ');
+        return Array.from({ length: n }, () => LARGE.word(queryRandom, QUERY_MIN_RANK)).join(' ');
       });
-      const vectors = queries.map(() => unitVector(queryRandom));
+      const vectors = queries.map(() => unitVector(queryRandom, DIMENSIONS));
 
       // EXPLAIN (ANALYZE, BUFFERS) of the service's exact statements, on the first query; then the
       // plain plan of every measured query, to count how often each index is chosen.
@@ -689,7 +530,10 @@ async function main(): Promise<void> {
         total,
       };
       lines.push(`- document_chunks: ${fmt(total)} rows in total (${sizeRows[0]?.table} with TOAST and indexes); GIN ${indexSizes[0]?.gin}, HNSW ${indexSizes[0]?.hnsw}`);
-      process.stdout.write(`\n${latencyTable(rows).join('\n')}\n\n`);
+      process.stdout.write(
+        `\n${latencyTable(rows).join('\n')}\n\nindex choice over ${usage.planned} queries: GIN ${usage.gin}, HNSW ${usage.hnsw}; ` +
+          `recall@30 service ${recall ?? '-'}, variant ${recallVariant ?? '-'}\n\n`,
+      );
     }
 
     // --- Record ---------------------------------------------------------------------------------
@@ -706,7 +550,8 @@ async function main(): Promise<void> {
       out.push(
         '',
         `**(a) ingestion without embeddings** (load average ${ingestion.load} after the phase): documents generated here, ~${fmt(PAGE_CHARS)}`,
-        'characters of generated prose per page (PDF: one PDF page each, Helvetica text objects; plain text: a "page" is',
+        `characters of generated prose per page (sentences of ${COMMON_WORDS.length} common English words with Zipf frequencies, ~4.1`,
+        'characters per cl100k token like ordinary English; PDF: one PDF page each, Helvetica text objects; plain text: a "page" is',
         `${fmt(PAGE_CHARS)} characters). Uploaded with \`POST .../documents/upload/\` + the signed PUT, then all confirmed at once; wall`,
         'time from the first `confirm-upload/` until every document is `ready` (extract + chunk + store in the job, chunks',
         'of ≤ 500 cl100k tokens with 60 overlap). The last two columns time `extractText` and `chunkDocument` alone on',
@@ -721,7 +566,7 @@ async function main(): Promise<void> {
         '',
         `**(b) search over ${fmt(totalChunks)} chunks** (load average ${search.load} after the phase): ${Math.ceil(totalChunks / chunksPerDoc)} documents ×`,
         `${chunksPerDoc} chunks in one knowledge base attached to the chat; chunk text 1,200–2,200 characters of generated prose`,
-        `(sentences over a ${fmt(VOCABULARY.length)}-word vocabulary: ${WORDS.length} common English words, then made-up words; Zipf`,
+        `(sentences over a ${fmt(LARGE.size)}-word vocabulary: ${COMMON_WORDS.length} common English words, then made-up words; Zipf`,
         'frequencies, weight 1/rank); embeddings are deterministic pseudo-random unit vectors (uniform components, normalised;',
         `random directions are the hardest case for HNSW recall). Query: 3–6 words drawn by frequency without the ${QUERY_MIN_RANK} most`,
         'common (the service OR-s them); the query vector is a random unit vector.',

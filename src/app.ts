@@ -97,6 +97,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const { storage } = deps;
   if (isLocalStorage(storage)) await app.register(localStorageRoutes, { storage });
 
+  // Subscribed before the first request, so no stop request can arrive before we listen.
+  await services.streams.listen();
+
   await app.register(async (api) => {
     registerAuthentication(api, services.auth.verifyToken);
     await api.register(authRoutes, { auth: services.auth });

@@ -34,6 +34,8 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+let appCounter = 0;
+
 /** The configuration tests run with: quiet, a temporary DATA_DIR, Redis when TEST_REDIS_URL is set. */
 export function testConfig(env: Record<string, string> = {}): Config {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'wsai-test-'));
@@ -44,7 +46,11 @@ export function testConfig(env: Record<string, string> = {}): Config {
     DATA_DIR: dataDir,
     SECRET_KEY: 'test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz',
     PUBLIC_BASE_URL: 'http://localhost:8000',
-    ...(redis ? { REDIS_URL: redis, REDIS_PREFIX: `wsai-test-${inject('testRunId')}-${process.env.VITEST_POOL_ID ?? '0'}` } : {}),
+    // Each app its own Redis prefix, so a second app in a file never takes the first one's jobs;
+    // tests that want two "processes" of one deployment pass the first app's REDIS_PREFIX.
+    ...(redis
+      ? { REDIS_URL: redis, REDIS_PREFIX: `wsai-test-${inject('testRunId')}-${process.env.VITEST_POOL_ID ?? '0'}-${++appCounter}` }
+      : {}),
     ...env,
   });
 }

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { expect, inject } from 'vitest';
+import { expect } from 'vitest';
 import type { TestApp } from './app.js';
 import type { TestUser } from './factories.js';
 
@@ -185,13 +185,3 @@ export async function newDocument(
 /** Throttles lifted: user ids restart at 1 after every truncation, so tests would share counters. */
 export const LIFTED_THROTTLES = { THROTTLE_DOCUMENT_UPLOADS: '100000/hour' } as const;
 
-let ownQueues = 0;
-/**
- * Env for a second app in a test file: with Redis, its own REDIS_PREFIX, so its BullMQ queue (and
- * throttle counters) are its own. Two apps sharing one queue would run each other's jobs with the
- * wrong storage directory and settings. The prefix stays under the run's, which global teardown removes.
- */
-export function ownQueueEnv(): Record<string, string> {
-  if (!process.env.TEST_REDIS_URL) return {};
-  return { REDIS_PREFIX: `wsai-test-${inject('testRunId')}-${process.env.VITEST_POOL_ID ?? '0'}-own${++ownQueues}` };
-}

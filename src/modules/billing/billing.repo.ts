@@ -34,7 +34,9 @@ export async function findSubscriptionItemPlans(db: DbOrTx, subscriptionId: stri
       products,
       eq(products.providerProductId, prices.providerProductId),
     )
-    .where(eq(subscriptionItems.subscriptionId, subscriptionId));
+    .where(eq(subscriptionItems.subscriptionId, subscriptionId))
+    // A stable order: ties between items of one plan must resolve the same way every time.
+    .orderBy(subscriptionItems.providerItemId, subscriptionItems.providerPriceId);
 }
 
 export async function findCustomerByProviderId(db: DbOrTx, providerCustomerId: string): Promise<CustomerRow | undefined> {

@@ -59,12 +59,15 @@ export async function resolveBillingState(
     };
   }
 
-  // The highest plan among the subscription's items; a product without a plan key counts as free.
+  // The highest plan among the subscription's items (the first item wins a tie, items in
+  // provider-id order); a product without a plan key counts as free.
   let planKey: PlanKey = 'free';
   let interval = 'month';
+  let chosen = false;
   for (const item of await repo.findSubscriptionItemPlans(db, subscription.id)) {
     const key = (planKeys as readonly string[]).includes(item.plan ?? '') ? (item.plan as PlanKey) : 'free';
-    if (planRank(key) >= planRank(planKey)) {
+    if (planRank(key) > planRank(planKey) || (!chosen && planRank(key) === planRank(planKey))) {
+      chosen = true;
       planKey = key;
       if (item.interval) interval = item.interval;
     }

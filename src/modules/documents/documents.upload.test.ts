@@ -9,7 +9,6 @@ import {
   fixture,
   type LocalSite,
   LIFTED_THROTTLES,
-  ownQueueEnv,
   newDocument,
   putToSignedUrl,
   send,
@@ -296,7 +295,7 @@ describe('THROTTLE_DOCUMENT_UPLOADS', () => {
   beforeAll(async () => {
     site = await startLocalSite();
     site.routes.set('/page', send(200, '<html><body><p>A page about throttles.</p></body></html>'));
-    app = await createTestApp({ ...ownQueueEnv(), THROTTLE_DOCUMENT_UPLOADS: '2/hour', URL_FETCH_ALLOWED_PRIVATE_HOSTS: '127.0.0.1/32' });
+    app = await createTestApp({ THROTTLE_DOCUMENT_UPLOADS: '2/hour', URL_FETCH_ALLOWED_PRIVATE_HOSTS: '127.0.0.1/32' });
   });
   afterAll(async () => {
     await app?.close();

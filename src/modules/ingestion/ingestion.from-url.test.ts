@@ -8,7 +8,6 @@ import {
   fixture,
   type LocalSite,
   LIFTED_THROTTLES,
-  ownQueueEnv,
   send,
   startLocalSite,
   writePlansFile,
@@ -253,7 +252,7 @@ describe('without the private-host allow list', () => {
       resolver: async (host) => [{ address: host === 'pages.example.com' ? '127.0.0.1' : '10.0.0.7', family: 4 }],
     });
     app = await createTestApp(
-      { ...ownQueueEnv(), ...LIFTED_THROTTLES, PLANS_FILE: writePlansFile(tmpdir(), { max_storage_bytes: 1000 }) },
+      { ...LIFTED_THROTTLES, PLANS_FILE: writePlansFile(tmpdir(), { max_storage_bytes: 1000 }) },
       { fetcher },
     );
   });

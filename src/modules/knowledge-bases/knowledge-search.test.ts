@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, useTestApp } from '../../../test/support/app.js';
-import { createKb, kbsBase, LIFTED_THROTTLES, ownQueueEnv, readyTextDocument } from '../../../test/support/documents.js';
+import { createKb, kbsBase, LIFTED_THROTTLES, readyTextDocument } from '../../../test/support/documents.js';
 import { newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
 import { type FakeModelServer, startFakeModelServer } from '../../../test/support/fake-model-server.js';
 import { creditUsage } from '../billing/billing.table.js';
@@ -133,7 +133,6 @@ describe('hybrid search (EMBEDDING_MODEL set)', () => {
   beforeAll(async () => {
     fake = await startFakeModelServer();
     app = await createTestApp({
-      ...ownQueueEnv(),
       ...LIFTED_THROTTLES,
       ...fake.env,
       EMBEDDING_MODEL: 'openai:text-embedding-3-small',

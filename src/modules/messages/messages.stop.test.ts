@@ -116,7 +116,8 @@ describe('stop', () => {
   });
 
   it.skipIf(!process.env.TEST_REDIS_URL)('a stop received by another API instance reaches the stream (Redis pub/sub)', async () => {
-    const second = await createTestApp({ ...fake.env, THROTTLE_CHAT_MESSAGES: '10000/minute' });
+    // Same REDIS_PREFIX: two API processes of one deployment.
+    const second = await createTestApp({ ...fake.env, THROTTLE_CHAT_MESSAGES: '10000/minute', REDIS_PREFIX: t.config.REDIS_PREFIX });
     try {
       const w = await chatWorld(t);
       const url = await listenUrl(t.app);

@@ -2,6 +2,12 @@ import type { Logger } from 'pino';
 import type { PubSub } from '../../platform/pubsub/port.js';
 
 const STOP_CHANNEL = 'chat-stream-stop';
+/**
+ * A stop that arrives just before its stream registers (the client read `X-Stream-Id` and
+ * stopped at once) is remembered this long, and applied when the stream starts.
+ */
+const EARLY_STOP_TTL_MS = 10_000;
+const MAX_EARLY_STOPS = 10_000;
 
 interface ActiveStream {
   controller: AbortController;
@@ -20,6 +26,21 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
   const abortAll = (id: string) => {
     for (const stream of active.get(id) ?? []) stream.controller.abort();
   };
+  const earlyStops = new Map<string, number>();
+  const rememberStop = (id: string) => {
+    const now = Date.now();
+    if (earlyStops.size >= MAX_EARLY_STOPS) {
+      for (const [stale, expiry] of earlyStops) if (expiry <= now) earlyStops.delete(stale);
+      if (earlyStops.size >= MAX_EARLY_STOPS) earlyStops.delete(earlyStops.keys().next().value!);
+    }
+    earlyStops.set(id, now + EARLY_STOP_TTL_MS);
+  };
+  const takeEarlyStop = (id: string) => {
+    const expiry = earlyStops.get(id);
+    if (expiry === undefined) return false;
+    earlyStops.delete(id);
+    return expiry > Date.now();
+  };
   let subscribed: Promise<unknown> | undefined;
   const key = (chatId: string, streamId: string) => `${chatId}:${streamId}`;
 
@@ -28,7 +49,9 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
       .subscribe(STOP_CHANNEL, (message) => {
         try {
           const { chatId, streamId } = JSON.parse(message) as { chatId: string; streamId: string };
-          abortAll(key(chatId, streamId));
+          const id = key(chatId, streamId);
+          if (active.has(id)) abortAll(id);
+          else rememberStop(id);
         } catch (error) {
           log.warn({ err: error }, 'ignoring a malformed stop message');
         }
@@ -59,6 +82,7 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
       let entries = active.get(id);
       if (!entries) active.set(id, (entries = new Set()));
       entries.add(entry);
+      if (takeEarlyStop(id)) controller.abort();
       try {
         return await work(controller.signal);
       } finally {

@@ -1,0 +1,51 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createMemoryPubSub } from '../../platform/pubsub/memory.js';
+import { createStreamControl } from './stream-control.js';
+
+const log = pino({ level: 'silent' });
+
+function untilAborted(signal: AbortSignal, timeoutMs = 5000): Promise<'aborted' | 'timeout'> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve('aborted');
+    const timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve('aborted');
+    });
+  });
+}
+
+describe('stream control', () => {
+  it('stops a running stream from another instance sharing the bus', async () => {
+    const pubsub = createMemoryPubSub({ log });
+    const generating = createStreamControl({ pubsub, log });
+    const other = createStreamControl({ pubsub, log });
+    await Promise.all([generating.listen(), other.listen()]);
+    const outcome = generating.run('chat', 's1', (signal) => untilAborted(signal));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await other.stop('chat', 's1');
+    expect(await outcome).toBe('aborted');
+  });
+
+  it('applies a stop that arrived just before its stream started', async () => {
+    const pubsub = createMemoryPubSub({ log });
+    const generating = createStreamControl({ pubsub, log });
+    const other = createStreamControl({ pubsub, log });
+    await Promise.all([generating.listen(), other.listen()]);
+    await other.stop('chat', 'early');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await generating.run('chat', 'early', (signal) => untilAborted(signal, 200))).toBe('aborted');
+    // Used once: a later stream with the same id runs normally.
+    expect(await generating.run('chat', 'early', (signal) => untilAborted(signal, 50))).toBe('timeout');
+  });
+
+  it('does not stop a stream of another chat with the same stream id', async () => {
+    const pubsub = createMemoryPubSub({ log });
+    const control = createStreamControl({ pubsub, log });
+    await control.listen();
+    const outcome = control.run('chat-a', 'same', (signal) => untilAborted(signal, 100));
+    await control.stop('chat-b', 'same');
+    expect(await outcome).toBe('timeout');
+  });
+});
