@@ -1,6 +1,6 @@
 /**
  * Deterministic generated text and documents for bench/knowledge.ts: a seeded PRNG, English-like
- * prose drawn from a word list with Zipf frequencies, a minimal PDF builder and random unit vectors.
+ * prose drawn from a word list with Zipf frequencies, and a minimal PDF builder.
  */
 
 /** mulberry32: small, fast, deterministic. */
@@ -168,14 +168,4 @@ export function buildPdf(pages: string[][]): Buffer {
   out += offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`).join('');
   out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(out, 'latin1');
-}
-
-/** A random unit vector (Gaussian components). */
-export function unitVector(random: () => number, dimensions: number): number[] {
-  const v = Array.from({ length: dimensions }, () => {
-    const u = Math.max(random(), 1e-12);
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * random());
-  });
-  const norm = Math.hypot(...v);
-  return v.map((x) => x / norm);
 }

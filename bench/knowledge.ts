@@ -16,8 +16,8 @@
  *     files (a "page" is 3,000 characters). Each is uploaded through `POST .../documents/upload/` +
  *     the signed PUT, then all are confirmed at once; the clock runs from the first confirm until
  *     every document is `ready` (the queue drained).
- * (b) N chunk rows (prose over a 30,500-word vocabulary with Zipf frequencies; deterministic
- *     pseudo-random unit vectors made in SQL from a per-row seed) in documents of a knowledge base
+ * (b) N chunk rows (prose over a 30,400-word vocabulary with Zipf frequencies; deterministic
+ *     pseudo-random unit vectors in 1,000 topic clusters, made in SQL from a per-row seed) in documents of a knowledge base
  *     attached to a chat, inserted with batched `INSERT ... SELECT FROM unnest(...)` while the GIN
  *     and HNSW indexes are dropped, then both indexes are rebuilt (timed). Searches call the
  *     service's own `lexicalCandidates`, `vectorCandidates` and `fuse`, and `createKnowledgeSearch`
@@ -42,7 +42,7 @@ import { extractText } from '../src/modules/ingestion/extract.js';
 import { createKnowledgeSearch, fuse, lexicalCandidates, vectorCandidates } from '../src/modules/knowledge-bases/knowledge-search.js';
 import { createLogger } from '../src/platform/logger.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
-import { buildPdf, COMMON, COMMON_WORDS, LARGE, prng, prose, unitVector, wrap } from './corpus.js';
+import { buildPdf, COMMON, COMMON_WORDS, LARGE, prng, prose, wrap } from './corpus.js';
 import { appendResults, ascending, createBenchDatabase, fmt, loadAverage, machine, machineLine, percentile, positiveInt } from './support.js';
 
 const { values: args } = parseArgs({
@@ -50,7 +50,7 @@ const { values: args } = parseArgs({
     chunks: { type: 'string', default: process.env.BENCH_CHUNKS ?? '100000' },
     'chunks-per-doc': { type: 'string', default: process.env.BENCH_CHUNKS_PER_DOC ?? '400' },
     searches: { type: 'string', default: process.env.BENCH_SEARCHES ?? '200' },
-    'path-seconds': { type: 'string', default: process.env.BENCH_PATH_SECONDS ?? '90' },
+    'path-seconds': { type: 'string', default: process.env.BENCH_PATH_SECONDS ?? '75' },
     'search-warmup': { type: 'string', default: process.env.BENCH_SEARCH_WARMUP ?? '20' },
     recall: { type: 'string', default: process.env.BENCH_RECALL_QUERIES ?? '10' },
     'pdf-docs': { type: 'string', default: process.env.BENCH_PDF_DOCS ?? '4' },
@@ -82,6 +82,10 @@ const PAGE_CHARS = 3000;
 /** Query words come from the vocabulary without its 100 most frequent words. */
 const QUERY_MIN_RANK = 100;
 const DIMENSIONS = 1536;
+/** Topic clusters of the chunk embeddings, and the per-component noise around each centroid. */
+const CLUSTERS = 1000;
+/** Noise norm ≈ 0.035 × √(1536 / 3) ≈ 0.79: cosine ≈ 0.78 to the centroid, ≈ 0.6 between members. */
+const CLUSTER_NOISE = 0.035;
 
 // --- HTTP -------------------------------------------------------------------------------------
 
@@ -362,11 +366,20 @@ async function main(): Promise<void> {
       ]);
       await admin.query('DROP INDEX document_chunks_tsv_idx');
       await admin.query('DROP INDEX document_chunks_embedding_idx');
-      // Deterministic per row: the seed alone decides the vector (uniform components, normalised).
-      await admin.query(`CREATE FUNCTION bench_unit_vector(seed integer) RETURNS vector LANGUAGE plpgsql VOLATILE AS $$
+      // Embeddings like a real corpus's: topic clusters (a random unit centroid each) plus per-row
+      // noise, so near neighbours exist. Deterministic: the seed alone decides a vector.
+      await admin.query(`CREATE FUNCTION bench_random_vector(seed integer, amplitude float8) RETURNS vector LANGUAGE plpgsql VOLATILE AS $$
         BEGIN
           PERFORM setseed(seed::float8 / 4194304.0);
-          RETURN l2_normalize((SELECT array_agg(random() * 2 - 1) FROM generate_series(1, ${DIMENSIONS}))::vector);
+          RETURN (SELECT array_agg((random() * 2 - 1) * amplitude) FROM generate_series(1, ${DIMENSIONS}))::vector;
+        END $$`);
+      await admin.query(
+        `CREATE TABLE bench_centroids AS SELECT k, l2_normalize(bench_random_vector(4000000 + k, 1)) AS v FROM generate_series(0, ${CLUSTERS - 1}) k`,
+      );
+      await admin.query('ALTER TABLE bench_centroids ADD PRIMARY KEY (k)');
+      await admin.query(`CREATE FUNCTION bench_unit_vector(seed integer) RETURNS vector LANGUAGE plpgsql VOLATILE AS $$
+        BEGIN
+          RETURN l2_normalize((SELECT v FROM bench_centroids WHERE k = seed % ${CLUSTERS}) + bench_random_vector(seed, ${CLUSTER_NOISE}));
         END $$`);
       const random = prng(42);
       const batch = 500;
@@ -424,7 +437,12 @@ async function main(): Promise<void> {
         const n = 3 + Math.floor(queryRandom() * 4);
         return Array.from({ length: n }, () => LARGE.word(queryRandom, QUERY_MIN_RANK)).join(' ');
       });
-      const vectors = queries.map(() => unitVector(queryRandom, DIMENSIONS));
+      // Query vectors come from the same clusters (a question is about some topic in the corpus).
+      const { rows: queryVectorRows } = await admin.query<{ v: string }>(
+        'SELECT bench_unit_vector(s)::text AS v FROM unnest($1::int[]) WITH ORDINALITY AS u(s, n) ORDER BY n',
+        [queries.map((_, i) => 3_000_000 + i * 7)],
+      );
+      const vectors = queryVectorRows.map((r) => JSON.parse(r.v) as number[]);
 
       // EXPLAIN (ANALYZE, BUFFERS) of the service's exact statements, on the first query; then the
       // plain plan of every measured query, to count how often each index is chosen.
@@ -567,9 +585,10 @@ async function main(): Promise<void> {
         `**(b) search over ${fmt(totalChunks)} chunks** (load average ${search.load} after the phase): ${Math.ceil(totalChunks / chunksPerDoc)} documents ×`,
         `${chunksPerDoc} chunks in one knowledge base attached to the chat; chunk text 1,200–2,200 characters of generated prose`,
         `(sentences over a ${fmt(LARGE.size)}-word vocabulary: ${COMMON_WORDS.length} common English words, then made-up words; Zipf`,
-        'frequencies, weight 1/rank); embeddings are deterministic pseudo-random unit vectors (uniform components, normalised;',
-        `random directions are the hardest case for HNSW recall). Query: 3–6 words drawn by frequency without the ${QUERY_MIN_RANK} most`,
-        'common (the service OR-s them); the query vector is a random unit vector.',
+        `frequencies, weight 1/rank); embeddings are deterministic pseudo-random unit vectors in ${fmt(CLUSTERS)} topic clusters (random unit`,
+        `centroid + uniform noise of ±${CLUSTER_NOISE} per component, normalised: cosine ≈ 0.6 between members of a cluster, ≈ 0 across).`,
+        `Query: 3–6 words drawn by frequency without the ${QUERY_MIN_RANK} most common (the service OR-s them); the query vector is made the`,
+        'same way (from a cluster), not from the words.',
         `${searchWarmup} warm-up searches per path, then up to ${searches} sequential searches (one at a time; each path stops after ${pathSeconds} s).`,
         '',
         `- bulk insert (indexes dropped, \`INSERT ... SELECT FROM unnest(...)\` in batches of 500, vectors made in SQL): ${fmt(t.insert!, 1)} s`,
