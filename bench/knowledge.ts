@@ -17,9 +17,10 @@
  *     the signed PUT, then all are confirmed at once; the clock runs from the first confirm until
  *     every document is `ready` (the queue drained).
  * (b) N chunk rows (prose over a 30,400-word vocabulary with Zipf frequencies; deterministic
- *     pseudo-random unit vectors in 1,000 topic clusters, made in SQL from a per-row seed) in documents of a knowledge base
- *     attached to a chat, inserted with batched `INSERT ... SELECT FROM unnest(...)` while the GIN
- *     and HNSW indexes are dropped, then both indexes are rebuilt (timed). Searches call the
+ *     pseudo-random unit vectors in 1,000 topic clusters, made in SQL from a per-row seed) in
+ *     documents of a knowledge base attached to a chat, inserted with batched
+ *     `INSERT ... SELECT FROM unnest(...)` while the GIN and HNSW indexes are dropped, then both
+ *     indexes are rebuilt (timed). Searches call the
  *     service's own `lexicalCandidates`, `vectorCandidates` and `fuse`, and `createKnowledgeSearch`
  *     with EMBEDDING_MODEL pointed at the fake server; a diagnostic variant of the vector query
  *     without its `c.id` tie-breaker shows what keeps the planner from the HNSW index.

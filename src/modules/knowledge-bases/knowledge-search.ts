@@ -44,6 +44,8 @@ export async function lexicalCandidates(db: DbOrTx, chatId: string, query: strin
   );
 }
 
+/** Nearest chunks by cosine distance. The ORDER BY must be the bare distance: any tie-breaker
+ * column stops PostgreSQL from using the HNSW index (bench/RESULTS.md shows both plans). */
 export async function vectorCandidates(db: DbOrTx, chatId: string, vector: number[], limit = CANDIDATES) {
   const literal = `[${vector.join(',')}]`;
   return queryRows<Candidate & { distance: number }>(
@@ -51,7 +53,7 @@ export async function vectorCandidates(db: DbOrTx, chatId: string, vector: numbe
     sql`SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, c.embedding <=> ${literal}::vector AS distance
         FROM document_chunks c JOIN documents d ON d.id = c.document_id
         WHERE c.embedding IS NOT NULL AND ${chatChunks(chatId)}
-        ORDER BY c.embedding <=> ${literal}::vector, c.id
+        ORDER BY c.embedding <=> ${literal}::vector
         LIMIT ${limit}`,
   );
 }
