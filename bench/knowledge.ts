@@ -22,8 +22,7 @@
  *     `INSERT ... SELECT FROM unnest(...)` while the GIN and HNSW indexes are dropped, then both
  *     indexes are rebuilt (timed). Searches call the
  *     service's own `lexicalCandidates`, `vectorCandidates` and `fuse`, and `createKnowledgeSearch`
- *     with EMBEDDING_MODEL pointed at the fake server; a diagnostic variant of the vector query
- *     without its `c.id` tie-breaker shows what keeps the planner from the HNSW index.
+ *     with EMBEDDING_MODEL pointed at the fake server; EXPLAIN (ANALYZE) shows the indexes used.
  * Results are printed and appended to bench/RESULTS.md.
  */
 import { randomBytes } from 'node:crypto';
@@ -36,7 +35,7 @@ import { type SQL, sql } from 'drizzle-orm';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config/env.js';
-import { type DbOrTx, queryRows } from '../src/db/client.js';
+import type { DbOrTx } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
 import { chunkDocument } from '../src/modules/ingestion/chunk.js';
 import { extractText } from '../src/modules/ingestion/extract.js';
@@ -199,24 +198,6 @@ function explaining(db: DbOrTx, plans: string[][], analyze = true): DbOrTx {
   } as unknown as DbOrTx;
 }
 
-/**
- * DIAGNOSTIC, not the service's SQL: `vectorCandidates`' statement with `ORDER BY distance` alone
- * (the service adds `, c.id` as a tie-breaker), to show whether that is what keeps the planner
- * from the HNSW index.
- */
-function vectorWithoutTieBreaker(chatId: string, vector: number[]): SQL {
-  const literal = `[${vector.join(',')}]`;
-  return sql`SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, c.embedding <=> ${literal}::vector AS distance
-      FROM document_chunks c JOIN documents d ON d.id = c.document_id
-      WHERE c.embedding IS NOT NULL AND c.document_id IN (
-        SELECT kd.document_id FROM knowledge_base_documents kd
-        JOIN chat_knowledge_bases ck ON ck.knowledge_base_id = kd.knowledge_base_id
-        WHERE ck.session_id = ${chatId}
-      ) AND d.processing_status = 'ready'
-      ORDER BY c.embedding <=> ${literal}::vector
-      LIMIT 30`;
-}
-
 async function main(): Promise<void> {
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
@@ -261,6 +242,7 @@ async function main(): Promise<void> {
     const versions = `PostgreSQL ${versionRows[0]?.server_version}, pgvector ${versionRows[0]?.extversion}`;
     const user = await client.newUser();
     const lines: string[] = [];
+    let efSearch = '?';
 
     // --- (a) ingestion ------------------------------------------------------------------------
     let ingestion: { rows: IngestionRow[]; load: string } | undefined;
@@ -336,11 +318,10 @@ async function main(): Promise<void> {
     let search:
       | {
           rows: LatencyRow[];
-          plans: { lexical: string[]; vector: string[]; variant: string[] };
+          plans: { lexical: string[]; vector: string[] };
           usage: { gin: number; hnsw: number; planned: number };
           timings: Record<string, number>;
           recall?: number;
-          recallVariant?: number;
           load: string;
           total: number;
         }
@@ -426,6 +407,7 @@ async function main(): Promise<void> {
       await admin.query('CREATE INDEX "document_chunks_embedding_idx" ON "document_chunks" USING hnsw ("embedding" vector_cosine_ops)');
       timings.hnsw = (performance.now() - b0) / 1000;
       await admin.query('RESET statement_timeout');
+      efSearch = (await admin.query<{ ef: string }>("SELECT current_setting('hnsw.ef_search') AS ef")).rows[0]?.ef ?? '?';
       await admin.query('ANALYZE document_chunks');
       const { rows: indexSizes } = await admin.query<{ gin: string; hnsw: string }>(
         "SELECT pg_size_pretty(pg_relation_size('document_chunks_tsv_idx')) AS gin, pg_size_pretty(pg_relation_size('document_chunks_embedding_idx')) AS hnsw",
@@ -450,11 +432,7 @@ async function main(): Promise<void> {
       const plans: string[][] = [];
       await lexicalCandidates(explaining(db, plans), chat, queries[0]!);
       await vectorCandidates(explaining(db, plans), chat, vectors[0]!);
-      await db.execute(sql`EXPLAIN (ANALYZE, BUFFERS) ${vectorWithoutTieBreaker(chat, vectors[0]!)}`).then((r) => {
-        const rows = (r as unknown as { rows: Array<Record<string, string>> }).rows;
-        plans.push(rows.map((row) => Object.values(row)[0]!.replace(/'\[([^,\]]+),[^\]]{200,}\]'/g, "'[$1, … 1536 values]'")));
-      });
-      const [lexicalPlan = [], vectorPlan = [], variantPlan = []] = plans;
+      const [lexicalPlan = [], vectorPlan = []] = plans;
       const usage = { gin: 0, hnsw: 0, planned: 0 };
       for (let i = searchWarmup; i < searchWarmup + searches; i++) {
         const planned: string[][] = [];
@@ -483,10 +461,6 @@ async function main(): Promise<void> {
           label: '`createKnowledgeSearch().search` with EMBEDDING_MODEL on the fake (credit reserve/settle + embed call + hybrid)',
           run: async (i) => (await withEmbedding.search({ workspaceId: workspace, chatId: chat, query: queries[i]!, limit: 6 })).length,
         },
-        {
-          label: 'DIAGNOSTIC (not the service\'s SQL): vector query with `ORDER BY distance` only, no `c.id` tie-breaker',
-          run: async (i) => (await queryRows(db, vectorWithoutTieBreaker(chat, vectors[i]!))).length,
-        },
       ];
       const rows: LatencyRow[] = [];
       for (const p of paths) {
@@ -508,15 +482,12 @@ async function main(): Promise<void> {
 
       // Recall@30 of the HNSW scan against an exact scan (index scans off) for a few queries.
       let recall: number | undefined;
-      let recallVariant: number | undefined;
       if (recallQueries > 0) {
         process.stdout.write(`(b) recall@30 against exact scans on ${recallQueries} queries...\n`);
         let found = 0;
-        let foundVariant = 0;
         let expected = 0;
         for (let i = 0; i < recallQueries; i++) {
           const approximate = new Set((await vectorCandidates(db, chat, vectors[i]!)).map((c) => c.id));
-          const variant = new Set((await queryRows<{ id: string }>(db, vectorWithoutTieBreaker(chat, vectors[i]!))).map((c) => c.id));
           const literal = `[${vectors[i]!.join(',')}]`;
           await admin.query('BEGIN');
           await admin.query('SET LOCAL enable_indexscan = off');
@@ -533,25 +504,22 @@ async function main(): Promise<void> {
           await admin.query('COMMIT');
           expected += exact.length;
           found += exact.filter((r) => approximate.has(r.id)).length;
-          foundVariant += exact.filter((r) => variant.has(r.id)).length;
         }
         recall = expected ? found / expected : undefined;
-        recallVariant = expected ? foundVariant / expected : undefined;
       }
       search = {
         rows,
-        plans: { lexical: lexicalPlan, vector: vectorPlan, variant: variantPlan },
+        plans: { lexical: lexicalPlan, vector: vectorPlan },
         usage,
         timings: { ...timings, workers: Number(workers[0]?.w ?? 0) },
         recall,
-        recallVariant,
         load: loadAverage(),
         total,
       };
       lines.push(`- document_chunks: ${fmt(total)} rows in total (${sizeRows[0]?.table} with TOAST and indexes); GIN ${indexSizes[0]?.gin}, HNSW ${indexSizes[0]?.hnsw}`);
       process.stdout.write(
         `\n${latencyTable(rows).join('\n')}\n\nindex choice over ${usage.planned} queries: GIN ${usage.gin}, HNSW ${usage.hnsw}; ` +
-          `recall@30 service ${recall ?? '-'}, variant ${recallVariant ?? '-'}\n\n`,
+          `recall@30 ${recall ?? '-'}\n\n`,
       );
     }
 
@@ -599,8 +567,8 @@ async function main(): Promise<void> {
           `HNSW in ${search.usage.hnsw} vector plans`,
         ...(search.recall !== undefined
           ? [
-              `- recall@30 against an exact scan (index scans off), ${recallQueries} queries: service's vector query ${fmt(search.recall * 100, 1)} %` +
-                (search.recallVariant !== undefined ? `, diagnostic variant ${fmt(search.recallVariant * 100, 1)} % (HNSW, ef_search 40)` : ''),
+              `- recall@30 of \`vectorCandidates\` against an exact scan (index and bitmap scans off), ${recallQueries} queries: ` +
+                `${fmt(search.recall * 100, 1)} % (hnsw.ef_search ${efSearch})`,
             ]
           : []),
         '',
@@ -613,8 +581,6 @@ async function main(): Promise<void> {
         ...search.plans.lexical.slice(0, 18),
         '-- vectorCandidates',
         ...search.plans.vector.slice(0, 18),
-        '-- DIAGNOSTIC variant: the same without the c.id tie-breaker',
-        ...search.plans.variant.slice(0, 14),
         '```',
       );
       const usesGin = search.plans.lexical.some((l) => l.includes('document_chunks_tsv_idx'));
@@ -622,8 +588,7 @@ async function main(): Promise<void> {
       out.push('', `- index use in the plans above: GIN ${usesGin ? 'used' : 'NOT used'} by the lexical query; HNSW ${usesHnsw ? 'used' : 'NOT used'} by the vector query`);
       if (!usesGin || !usesHnsw) process.stdout.write('warning: an index was not used (see the plans)\n');
       process.stdout.write(
-        `\n-- lexical plan\n${search.plans.lexical.join('\n')}\n-- vector plan\n${search.plans.vector.join('\n')}\n` +
-          `-- diagnostic variant plan\n${search.plans.variant.join('\n')}\n\n`,
+        `\n-- lexical plan\n${search.plans.lexical.join('\n')}\n-- vector plan\n${search.plans.vector.join('\n')}\n\n`,
       );
     }
     out.push('', `- load average at the end: ${loadAverage()}`);
