@@ -24,6 +24,7 @@ import { registerAuthentication } from './platform/auth.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHealth } from './platform/health.js';
 import { registerMetrics } from './platform/metrics.js';
+import { runWithRequestContext } from './platform/request-context.js';
 import { isLocalStorage } from './platform/storage/local.js';
 import { localStorageRoutes } from './platform/storage/local.routes.js';
 
@@ -61,6 +62,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  // Everything done for a request (jobs it records, say) can find its id.
+  app.addHook('onRequest', (request, _reply, done) => runWithRequestContext({ requestId: request.id }, done));
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -52,6 +52,12 @@ const envSchema = z.object({
   REDIS_URL: optionalUrl,
   /** Connections in the PostgreSQL pool (per process). */
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Longest wait for a PostgreSQL connection (new or from the pool) before the request fails with 503. */
+  DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(2000),
+  /** Longest a single PostgreSQL query may take on the client side before it fails (a hung or partitioned server). */
+  DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
+  /** Longest a Redis command on a request path may wait (Redis down or hung) before the request fails with 503. */
+  REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(1500),
   /** Prefix of every Redis key the service writes (queues, rate limits, pub/sub channels). */
   REDIS_PREFIX: z.string().min(1).max(64).default('wsai'),
   SECRET_KEY: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
@@ -118,6 +124,20 @@ const envSchema = z.object({
   STORAGE_URL_TTL_SECONDS: z.coerce.number().int().positive().max(7 * 24 * 3600).default(900),
   /** Jobs the worker runs at once (per process). */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /** A running job renews its lease every third of this; a job whose lease ran out is presumed dead and re-driven. */
+  JOB_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  /** How often each worker process (and the embedded process) looks for stranded jobs. */
+  JOB_RECONCILE_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(3600).default(10),
+  /** A delivered job that has not started after this long is checked on the queue (and re-delivered when lost). */
+  JOB_DELIVERY_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(30),
+  /** `/readyz` fails its `workers` check when a job has waited this long and no worker is alive. */
+  JOB_WAIT_ALERT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
+  /** Finished jobs are kept this many days (for operators), then deleted. */
+  JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(365).default(7),
+  /** Port of the worker's own `/metrics` and `/healthz` (npm run worker); unset: none. */
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** How long an `Idempotency-Key` and its response are kept. */
+  IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(24 * 3600),
   /** Run the job worker inside the API process (default: yes when REDIS_URL is unset). */
   RUN_WORKER_IN_PROCESS: optionalString.pipe(z.enum(['true', 'false']).optional()),
   /** Largest JSON request body accepted, in bytes. */

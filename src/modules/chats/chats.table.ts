@@ -134,6 +134,8 @@ export const agentTasks = pgTable(
     requestedBy: integer('requested_by').references(() => users.id, { onDelete: 'set null' }),
     status: text('status', { enum: agentTaskStatuses }).notNull().default('PENDING'),
     messageId: uuid('message_id').references(() => messages.id, { onDelete: 'set null' }),
+    /** The id the reply gets: fixed when the task is created, so a re-run never saves a second reply. */
+    replyId: uuid('reply_id').notNull().defaultRandom(),
     error: text('error'),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
