@@ -235,7 +235,7 @@ async function main(): Promise<void> {
     if (!address || typeof address === 'string') throw new Error('server has no TCP address');
     const client = api(`http://127.0.0.1:${address.port}`);
     // As in the embedded server: jobs run in this process.
-    await deps.queue.startWorker();
+    await deps.jobs.startWorker();
     const { rows: versionRows } = await admin.query<{ server_version: string; extversion: string }>(
       "SELECT current_setting('server_version') AS server_version, (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS extversion",
     );

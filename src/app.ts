@@ -122,9 +122,6 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       agentAsync: config.AGENT_ASYNC_ENABLED,
       maxFileBytes: Math.max(...Object.values(deps.plans).map((plan) => plan.max_file_size_bytes)),
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
-      enqueueAgentTask: async (taskId) => {
-        await deps.jobs.enqueue('chat.agent-reply', { taskId }, { jobId: taskId });
-      },
     });
     await api.register(teamsRoutes, { teams: services.teams });
     await api.register(teamMembershipsRoutes, { teamMemberships: services.teamMemberships });

@@ -9,7 +9,8 @@ import { createMemoryPubSub } from './platform/pubsub/memory.js';
 import type { PubSub } from './platform/pubsub/port.js';
 import { createRedisPubSub } from './platform/pubsub/redis.js';
 import { createBullmqQueue } from './platform/queue/bullmq.js';
-import { createJobs, type JobRegistry } from './platform/queue/jobs.js';
+import { createJobSystem, type JobSystem } from './platform/queue/job-system.js';
+import type { JobsFor } from './platform/queue/jobs.js';
 import { createMemoryQueue } from './platform/queue/memory.js';
 import type { JobQueue } from './platform/queue/port.js';
 import { createMemoryRateLimiter, createRedisRateLimiter } from './platform/ratelimit/limiter.js';
@@ -58,9 +59,9 @@ export interface Deps {
   database: Database;
   mailer: Mailer;
   metrics: Metrics;
-  /** Background jobs: in-process, or BullMQ when REDIS_URL is set. */
+  /** How jobs reach a worker: in-process, or BullMQ when REDIS_URL is set. */
   queue: JobQueue;
-  /** The typed job list on `queue`: `jobs.enqueue(name, payload)`. */
+  /** Background jobs, recorded in the database and delivered by `queue`: record, dispatch, run, reconcile. */
   jobs: Jobs;
   /** Messages between API processes (stream stop): in-process, or Redis. */
   pubsub: PubSub;
@@ -103,7 +104,7 @@ function jobDefinitions(config: Config, deps: () => Deps) {
   ] as const;
 }
 
-export type Jobs = JobRegistry<ReturnType<typeof jobDefinitions>>;
+export type Jobs = JobSystem<ReturnType<typeof jobDefinitions>>;
 
 type Infrastructure = Pick<Deps, 'queue' | 'pubsub' | 'limiter' | 'storage' | 'mailer'>;
 
@@ -114,7 +115,13 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
   const queue =
     overrides.queue ??
     (redis
-      ? createBullmqQueue({ url: redis, prefix, concurrency: config.WORKER_CONCURRENCY, log: log.child({ module: 'queue' }) })
+      ? createBullmqQueue({
+          url: redis,
+          prefix,
+          concurrency: config.WORKER_CONCURRENCY,
+          commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
+          log: log.child({ module: 'queue' }),
+        })
       : createMemoryQueue({ concurrency: config.WORKER_CONCURRENCY, log: log.child({ module: 'queue' }) }));
   const pubsub =
     overrides.pubsub ??
@@ -152,8 +159,14 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
   return { queue, pubsub, limiter, storage, mailer };
 }
 
+/**
+ * The jobs services record, typed structurally: through `Deps['jobs']` the job list's type would
+ * depend on the services' types and the services' on it.
+ */
+type ServiceJobs = JobsFor<{ 'documents.ingest': { taskId: string }; 'chat.agent-reply': { taskId: string } }>;
+
 function createServices(
-  base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'storage' | 'jobs'>,
+  base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'storage'> & { jobs: ServiceJobs },
   overrides: DepsOverrides = {},
 ) {
   const { config, log, database, mailer, catalog, plans, pubsub, limiter, storage, jobs } = base;
@@ -165,9 +178,6 @@ function createServices(
     overrides.knowledge ?? createKnowledgeSearch({ db, config, credit, modelRegistry, log: log.child({ module: 'knowledge' }) });
   const allowedPrivateHosts = config.URL_FETCH_ALLOWED_PRIVATE_HOSTS;
   const fetcher = overrides.fetcher ?? createSafeFetcher({ allowedPrivateHosts });
-  const enqueueIngestion = async (taskId: string) => {
-    await jobs.enqueue('documents.ingest', { taskId }, { jobId: taskId });
-  };
   const documents = createDocumentsService({
     db,
     config,
@@ -179,7 +189,7 @@ function createServices(
       assertAllowed: (url) => assertPublicUrl(url, { allowedPrivateHosts }),
       classify: (url) => classifyUrl(url.toString()),
     },
-    enqueueIngestion,
+    jobs,
     log: log.child({ module: 'documents' }),
   });
   const documentUsage: DocumentUsage = documents.usage;
@@ -196,7 +206,6 @@ function createServices(
       storage,
       fetcher,
       modelRegistry,
-      enqueue: enqueueIngestion,
       log: log.child({ module: 'ingestion' }),
     }),
     credit,
@@ -224,6 +233,7 @@ function createServices(
       modelRegistry,
       knowledge,
       streams,
+      jobs,
       log: log.child({ module: 'messages' }),
     }),
     auth: createAuthService({ db, config, mailer, log: log.child({ module: 'auth' }) }),
@@ -264,14 +274,25 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
   const { queue, pubsub, limiter, storage, mailer } = infrastructure;
   // Filled in below, before any job can run (handlers only run after startWorker).
   const late: { deps?: Deps } = {};
-  const jobs: Jobs = createJobs(
-    queue,
-    jobDefinitions(config, () => {
-      if (!late.deps) throw new Error('jobs ran before the dependencies were ready');
-      return late.deps;
-    }),
-  );
   const metrics = createMetrics();
+  const definitions = jobDefinitions(config, () => {
+    if (!late.deps) throw new Error('jobs ran before the dependencies were ready');
+    return late.deps;
+  });
+  const jobs: Jobs = createJobSystem(definitions, {
+    db: database.db,
+    queue,
+    log: log.child({ module: 'jobs' }),
+    registry: metrics.registry,
+    settings: {
+      leaseSeconds: config.JOB_LEASE_SECONDS,
+      reconcileIntervalSeconds: config.JOB_RECONCILE_INTERVAL_SECONDS,
+      deliveryGraceSeconds: config.JOB_DELIVERY_GRACE_SECONDS,
+      waitAlertSeconds: config.JOB_WAIT_ALERT_SECONDS,
+      retentionDays: config.JOB_RETENTION_DAYS,
+      concurrency: config.WORKER_CONCURRENCY,
+    },
+  });
   const base = { config, log, database, mailer, catalog, plans, queue, jobs, pubsub, limiter, storage };
   const deps: Deps = {
     ...base,
@@ -280,7 +301,8 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
     async close() {
       // The queue first: running jobs finish while the database, storage and mail they use are open.
       const owned = (name: keyof Infrastructure) => !overrides[name];
-      if (owned('queue')) await queue.close();
+      // Stops the reconciler and heartbeat; closes the queue (running jobs finish) unless a test brought it.
+      await jobs.close({ closeQueue: owned('queue') });
       await Promise.all(
         (['pubsub', 'limiter', 'storage', 'mailer'] as const)
           .filter(owned)

@@ -11,12 +11,12 @@ const deps = await createDeps(config, log);
 const app = await buildApp(deps);
 
 await app.listen({ port: config.PORT, host: config.HOST });
-// Embedded profile (or RUN_WORKER_IN_PROCESS=true): this process also runs the background jobs.
 if (config.runWorkerInProcess) {
-  await deps.queue.startWorker();
-  // In-process jobs do not survive a restart: queue again what was left unfinished.
-  const recovered = await deps.services.ingestion.recover();
-  if (recovered) log.info({ recovered }, 're-queued unfinished ingestion tasks');
+  // Embedded profile (or RUN_WORKER_IN_PROCESS=true): this process also runs the background jobs,
+  // and its reconciler picks up at once what a previous run of it left unfinished.
+  await deps.jobs.startWorker();
+} else {
+  await deps.jobs.watchWorkers();
 }
 log.info(
   {
@@ -34,6 +34,6 @@ onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
   await app.close();
   // Replies whose client went away are still being generated: let them finish and be saved.
   await deps.services.streams.drain();
-  // Closes the queue first: running jobs finish, waiting ones stay queued (in Redis) or are dropped (in-process).
+  // Closes the queue first: running jobs finish; waiting ones stay recorded in the database.
   await deps.close();
 });

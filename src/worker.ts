@@ -2,6 +2,7 @@ import { loadConfig } from './config/env.js';
 import { resolveSecretKey } from './config/secret-key.js';
 import { createDeps } from './deps.js';
 import { createLogger } from './platform/logger.js';
+import { serveMetrics } from './platform/metrics.js';
 import { onShutdownSignal } from './platform/shutdown.js';
 
 /** A job worker only (distributed profile): `npm run worker`, as many processes as needed. */
@@ -12,11 +13,17 @@ if (deps.queue.kind === 'memory') {
   // Without Redis the queue lives inside each API process: a separate worker would never see a job.
   log.warn('REDIS_URL is not set: this worker only runs jobs enqueued in its own process');
 }
-await deps.queue.startWorker();
-// Job ids are task ids, so re-queueing what BullMQ still holds is a no-op.
-const recovered = await deps.services.ingestion.recover();
-if (recovered) log.info({ recovered }, 'checked unfinished ingestion tasks');
-log.info({ queue: deps.queue.kind, concurrency: config.WORKER_CONCURRENCY }, 'worker started');
+const metricsServer =
+  config.WORKER_METRICS_PORT !== undefined ? await serveMetrics(deps.metrics, config.WORKER_METRICS_PORT, config.HOST) : undefined;
+// Starts the queue's worker, the heartbeat and the reconciler (which runs once at once).
+await deps.jobs.startWorker();
+log.info(
+  { queue: deps.queue.kind, concurrency: config.WORKER_CONCURRENCY, worker: deps.jobs.workerId, metricsPort: config.WORKER_METRICS_PORT },
+  'worker started',
+);
 
 // deps.close() closes the queue first, which waits for the running jobs to finish.
-onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, () => deps.close());
+onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
+  metricsServer?.close();
+  await deps.close();
+});

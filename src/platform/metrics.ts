@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -39,4 +40,31 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
     reply.type(metrics.registry.contentType);
     return metrics.registry.metrics();
   });
+}
+
+/** A bare `/metrics` and `/healthz` server for processes without an API (the worker, WORKER_METRICS_PORT). */
+export async function serveMetrics(metrics: Metrics, port: number, host: string): Promise<Server> {
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET') {
+      response.writeHead(405).end();
+      return;
+    }
+    if (request.url === '/healthz') {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      return;
+    }
+    if (request.url !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not found.","code":"not_found"}');
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+      () => response.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
 }

@@ -28,3 +28,17 @@ export async function quitRedis(client: Redis): Promise<void> {
     client.disconnect();
   }
 }
+
+/** Resolves when the client is ready or after `ms`, whichever comes first; never rejects. */
+export function waitForReady(client: Redis, ms: number): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      client.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    client.once('ready', done);
+  });
+}

@@ -67,7 +67,7 @@ export async function createTestApp(env: Record<string, string> = {}, overrides:
   const app = await buildApp(deps);
   await app.ready();
   // As in the embedded server: jobs run in this process, so tests can enqueue and `drain()`.
-  await deps.queue.startWorker();
+  await deps.jobs.startWorker();
 
   const request: TestApp['request'] = (method, url, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };

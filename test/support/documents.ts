@@ -90,7 +90,7 @@ export async function ingestFile(
   file: { name: string; contentType: string; bytes: Buffer; knowledge_base_ids?: string[] },
 ) {
   const { document } = await uploadFile(t, wsId, as, file);
-  await t.deps.queue.drain();
+  await t.deps.jobs.drain();
   const status = await t.get(`${docsBase(wsId)}${document.id}/processing-status/`, as);
   expect(status.statusCode, status.body).toBe(200);
   return { document, status: status.json() };

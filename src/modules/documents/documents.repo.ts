@@ -118,14 +118,33 @@ export async function lockTask(db: DbOrTx, taskId: string): Promise<TaskRow | un
   return row;
 }
 
-/** Marks an open task STARTED and counts the attempt; false when it was finished or revoked meanwhile. */
-export async function startTask(db: DbOrTx, taskId: string): Promise<boolean> {
-  const rows = await db
+const OPEN_TASK: TaskStatus[] = ['PENDING', 'STARTED', 'RETRY'];
+
+/**
+ * Marks an open task STARTED (counting the attempt) and its document processing, together;
+ * false when the task was finished or revoked meanwhile.
+ */
+export async function startTask(db: DbOrTx, taskId: string, documentId: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const rows = await tx
+      .update(ingestionTasks)
+      .set({ status: 'STARTED', attempts: sql`${ingestionTasks.attempts} + 1`, errorMessage: null, updatedAt: new Date() })
+      .where(and(eq(ingestionTasks.id, taskId), inArray(ingestionTasks.status, OPEN_TASK)))
+      .returning({ id: ingestionTasks.id });
+    if (rows.length === 0) return false;
+    await tx.update(documents).set({ processingStatus: 'processing', updatedAt: new Date() }).where(eq(documents.id, documentId));
+    return true;
+  });
+}
+
+/** Updates a task that is still open (not finished, not revoked); undefined otherwise. */
+export async function updateOpenTask(db: DbOrTx, taskId: string, values: Partial<typeof ingestionTasks.$inferInsert>) {
+  const [row] = await db
     .update(ingestionTasks)
-    .set({ status: 'STARTED', attempts: sql`${ingestionTasks.attempts} + 1`, errorMessage: null, updatedAt: new Date() })
-    .where(and(eq(ingestionTasks.id, taskId), inArray(ingestionTasks.status, ['PENDING', 'STARTED', 'RETRY'])))
-    .returning({ id: ingestionTasks.id });
-  return rows.length > 0;
+    .set({ ...values, updatedAt: new Date() })
+    .where(and(eq(ingestionTasks.id, taskId), inArray(ingestionTasks.status, OPEN_TASK)))
+    .returning();
+  return row;
 }
 
 export async function updateTask(db: DbOrTx, taskId: string, values: Partial<typeof ingestionTasks.$inferInsert>) {
@@ -140,13 +159,7 @@ export async function revokeOpenTasks(db: DbOrTx, documentId: string): Promise<v
   await db
     .update(ingestionTasks)
     .set({ status: 'REVOKED', updatedAt: new Date() })
-    .where(and(eq(ingestionTasks.documentId, documentId), inArray(ingestionTasks.status, ['PENDING', 'STARTED', 'RETRY'])));
-}
-
-/** Tasks that should be running: re-queued at start-up so nothing stays stuck after a crash. */
-export async function unfinishedTasks(db: DbOrTx, limit = 1000): Promise<TaskRow[]> {
-  const open: TaskStatus[] = ['PENDING', 'STARTED', 'RETRY'];
-  return db.select().from(ingestionTasks).where(inArray(ingestionTasks.status, open)).limit(limit);
+    .where(and(eq(ingestionTasks.documentId, documentId), inArray(ingestionTasks.status, OPEN_TASK)));
 }
 
 // --- chunks ---------------------------------------------------------------------------------------

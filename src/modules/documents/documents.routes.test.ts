@@ -226,7 +226,7 @@ describe('delete', () => {
 
     expect((await t.delete(`${base}${document.id}/`, alice)).statusCode).toBe(204);
     hold.release();
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
 
     expect(await documentRow(document.id)).toBeUndefined();
     expect(await chunkRows(document.id)).toEqual([]);
@@ -316,7 +316,7 @@ describe('reprocess', () => {
     expect(res.statusCode, res.body).toBe(202);
     expect(res.json()).toMatchObject({ processing_status: 'pending', task: { status: 'PENDING', document: doc.id } });
     expect(res.json().task.id).not.toBe(firstTask!.id);
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
 
     const status = (await t.get(`${base}${doc.id}/processing-status/`, alice)).json();
     expect(status).toMatchObject({ processing_status: 'ready', task: { id: res.json().task.id, status: 'SUCCESS' } });
@@ -334,7 +334,7 @@ describe('reprocess', () => {
     const res = await t.post(`${base}${document.id}/reprocess/`, {}, alice);
     expect(res.statusCode).toBe(202);
     hold.release();
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
 
     const tasks = await taskRows(document.id);
     expect(tasks.map((task) => [task.id, task.status])).toEqual([
@@ -355,7 +355,7 @@ describe('reprocess', () => {
     expect((await t.post(`${base}${hidden.id}/reprocess/`, {}, carol)).statusCode).toBe(404);
     expect(await taskRows(doc.id)).toHaveLength(1);
     expect((await t.post(`${base}${doc.id}/reprocess/`, {}, admin)).statusCode).toBe(202);
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
   });
 
   it('needs credit: 402 credit_exhausted when it is used up, and no task is queued', async () => {

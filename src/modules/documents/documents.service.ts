@@ -7,6 +7,7 @@ import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { throttle } from '../../platform/ratelimit/rates.js';
 import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
+import type { JobsFor } from '../../platform/queue/jobs.js';
 import type { CreditService } from '../billing/credit.service.js';
 import type { Plans } from '../billing/plans.js';
 import { resolveBillingState } from '../billing/state.js';
@@ -36,8 +37,8 @@ export interface DocumentsServiceDeps {
   limiter: RateLimiter;
   storage: ObjectStorage;
   urls: UrlPolicy;
-  /** Queues the ingestion job of a task (idempotent by task id). */
-  enqueueIngestion: (taskId: string) => Promise<void>;
+  /** Records the ingestion job of a task in the same transaction as the task (idempotent by task id). */
+  jobs: JobsFor<{ 'documents.ingest': { taskId: string } }>;
   log: Logger;
 }
 
@@ -50,7 +51,7 @@ function safeFileName(name: string): string {
 }
 
 export function createDocumentsService(deps: DocumentsServiceDeps) {
-  const { db, config, plans, credit, limiter, storage, urls, enqueueIngestion } = deps;
+  const { db, config, plans, credit, limiter, storage, urls, jobs } = deps;
 
   async function loadDocument(userId: number, workspaceId: string, documentId: string, options: { write?: boolean; change?: boolean } = {}) {
     const access = await requireMember(db, workspaceId, userId, { write: options.write });
@@ -91,14 +92,15 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
     });
   }
 
+  /** A new task and its job, written together (the outbox); the job is delivered after commit. */
   async function queueIngestion(documentId: string): Promise<repo.TaskRow> {
-    const task = await db.transaction(async (tx) => {
+    const { task, job } = await db.transaction(async (tx) => {
       await repo.revokeOpenTasks(tx, documentId);
       await repo.updateDocument(tx, documentId, { processingStatus: 'pending' });
-      return repo.insertTask(tx, documentId);
+      const inserted = await repo.insertTask(tx, documentId);
+      return { task: inserted, job: await jobs.record(tx, 'documents.ingest', { taskId: inserted.id }, { id: inserted.id }) };
     });
-    // Enqueued after commit: the job must find its task.
-    await enqueueIngestion(task.id);
+    await jobs.dispatch([job]);
     return task;
   }
 

@@ -91,7 +91,7 @@ describe('the presigned upload flow', () => {
       },
     });
 
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     const status = await t.get(`${base}${document.id}/processing-status/`, alice);
     expect(status.json()).toMatchObject({ processing_status: 'ready', task: { id: confirmed.json().task.id, status: 'SUCCESS' } });
     const [row] = await documentRows();
@@ -116,7 +116,7 @@ describe('the presigned upload flow', () => {
     });
     expect((await putToSignedUrl(t, upload, bytes)).statusCode).toBe(200);
     expect((await t.post(`${base}${document.id}/confirm-upload/`, {}, alice)).statusCode).toBe(202);
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     const url = new URL((await t.get(`${base}${document.id}/download-url/`, alice)).json().url);
     const file = await t.app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
     expect(file.statusCode).toBe(200);
@@ -177,7 +177,7 @@ describe('the presigned upload flow', () => {
     await putToSignedUrl(t, upload, Buffer.from('hello'));
     expect((await t.post(`${base}${document.id}/confirm-upload/`, {}, bob)).statusCode).toBe(404);
     expect((await t.post(`${base}${document.id}/confirm-upload/`, {}, owner)).statusCode).toBe(202);
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
   });
 });
 
@@ -320,7 +320,7 @@ describe('THROTTLE_DOCUMENT_UPLOADS', () => {
     }
     // Counted per user.
     expect((await app.post(`${base}upload/`, uploadBody(), bob)).statusCode).toBe(201);
-    await app.deps.queue.drain();
+    await app.deps.jobs.drain();
     expect(await app.deps.database.db.select().from(documents)).toHaveLength(3);
   });
 });

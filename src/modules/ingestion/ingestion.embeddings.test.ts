@@ -99,10 +99,11 @@ describe('embeddings', () => {
     const url = new URL(upload.url);
     await t.app.inject({ method: 'PUT', url: `${url.pathname}${url.search}`, headers: upload.headers, payload: bytes });
     await db().update(documents).set({ storedAt: new Date() }).where(eq(documents.id, document.id));
-    // The credit was spent between the confirmation and the job: run the job's handler directly.
+    // The credit was spent between the confirmation and the job: queue the job without the checks.
     const task = await repo.insertTask(db(), document.id);
     await recordUsage(t, ws.id, 5);
-    await expect(t.deps.services.ingestion.run(task.id, { isFinalAttempt: false })).rejects.toThrow();
+    await t.deps.jobs.enqueue('documents.ingest', { taskId: task.id }, { id: task.id });
+    await t.deps.jobs.drain();
     const status = await t.deps.services.documents.processingStatus(owner.id, ws.id, document.id);
     expect(status).toMatchObject({ processing_status: 'failed', task: { status: 'FAILURE' } });
     expect(status.task!.error_message).toMatch(/credit/i);

@@ -86,7 +86,7 @@ describe('files that cannot be read fail cleanly', () => {
     const [row] = await db().select().from(documents).where(eq(documents.id, document.id));
     await t.deps.storage.put(row!.storageKey, fixture('config.json'), { contentType: 'application/json' });
     expect((await t.post(`${base}${document.id}/reprocess/`, {}, owner)).statusCode).toBe(202);
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     const after = (await t.get(`${base}${document.id}/processing-status/`, owner)).json();
     expect(after).toMatchObject({ processing_status: 'ready', task: { status: 'SUCCESS', error_message: null } });
   });

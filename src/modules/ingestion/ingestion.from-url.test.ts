@@ -92,7 +92,7 @@ describe('web pages', () => {
       created_at: expect.any(String),
     });
 
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     const status = (await t.get(`${base}${document.id}/processing-status/`, owner)).json();
     expect(status).toMatchObject({ processing_status: 'ready', task: { id: task.id, status: 'SUCCESS' } });
     const text = await chunkText(document.id);
@@ -115,13 +115,13 @@ describe('web pages', () => {
     const { owner, base } = await setup();
     const res = await t.post(`${base}from-url/`, { url: `${site.url}/article`, name: 'Sourdough care' }, owner);
     expect(res.json().document.name).toBe('Sourdough care');
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
   });
 
   it('a page answering 404 fails with a user-facing message', async () => {
     const { owner, base } = await setup();
     const { document } = (await t.post(`${base}from-url/`, { url: `${site.url}/missing` }, owner)).json();
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     const status = (await t.get(`${base}${document.id}/processing-status/`, owner)).json();
     expect(status).toMatchObject({
       processing_status: 'failed',
@@ -136,7 +136,7 @@ describe('web pages', () => {
     const { owner, base } = await setup();
     const res = await t.post(`${base}from-url/`, { url: `${site.url}${path}` }, owner);
     expect(res.statusCode).toBe(202);
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     const status = (await t.get(`${base}${res.json().document.id}/processing-status/`, owner)).json();
     expect(status).toMatchObject({ processing_status: 'failed', task: { status: 'FAILURE' } });
     expect(status.task.error_message).toMatch(/redirects to .*not allowed/);
@@ -159,7 +159,7 @@ describe('web pages', () => {
     const key = (await documentRow(document.id))!.storageKey;
     expect((await t.delete(`${base}${document.id}/`, owner)).statusCode).toBe(204);
     release();
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     expect(await documentRow(document.id)).toBeUndefined();
     expect(await t.deps.storage.head(key)).toBeNull();
     expect(await db().select().from(documentChunks)).toEqual([]);
@@ -174,7 +174,7 @@ describe('YouTube', () => {
       const res = await t.post(`${base}from-url/`, { url }, owner);
       expect(res.statusCode, res.body).toBe(202);
       expect(res.json().document).toMatchObject({ source_kind: 'youtube', source_url: url });
-      await t.deps.queue.drain();
+      await t.deps.jobs.drain();
 
       const id = res.json().document.id;
       const status = (await t.get(`${base}${id}/processing-status/`, owner)).json();
@@ -191,7 +191,7 @@ describe('YouTube', () => {
     site.routes.set('/watch', send(200, '<html><body>No captions here</body></html>'));
     try {
       const res = await t.post(`${base}from-url/`, { url: `https://www.youtube.com/watch?v=${VIDEO}` }, owner);
-      await t.deps.queue.drain();
+      await t.deps.jobs.drain();
       const status = (await t.get(`${base}${res.json().document.id}/processing-status/`, owner)).json();
       expect(status).toMatchObject({
         processing_status: 'failed',
@@ -272,7 +272,7 @@ describe('without the private-host allow list', () => {
     const { owner, base } = await setup(app);
     const res = await app.post(`${base}from-url/`, { url: 'http://rebind.example.com/secrets' }, owner);
     expect(res.statusCode, res.body).toBe(202);
-    await app.deps.queue.drain();
+    await app.deps.jobs.drain();
     const status = (await app.get(`${base}${res.json().document.id}/processing-status/`, owner)).json();
     expect(status).toMatchObject({ processing_status: 'failed', task: { status: 'FAILURE' } });
     expect(status.task.error_message).toMatch(/rebind\.example\.com resolves to .*not allowed/);
@@ -284,7 +284,7 @@ describe('without the private-host allow list', () => {
     const port = new URL(site.url).port;
     const res = await app.post(`${base}from-url/`, { url: `http://pages.example.com:${port}/article` }, owner);
     expect(res.statusCode, res.body).toBe(202);
-    await app.deps.queue.drain();
+    await app.deps.jobs.drain();
     const status = (await app.get(`${base}${res.json().document.id}/processing-status/`, owner)).json();
     expect(status).toMatchObject({
       processing_status: 'failed',

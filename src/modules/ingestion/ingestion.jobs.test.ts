@@ -1,14 +1,16 @@
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { useTestApp } from '../../../test/support/app.js';
 import { docsBase, fixture, LIFTED_THROTTLES, readyTextDocument, startUpload, putToSignedUrl } from '../../../test/support/documents.js';
 import { newUser, newWorkspace } from '../../../test/support/factories.js';
+import * as jobsRepo from '../../platform/queue/jobs.repo.js';
+import { backgroundJobs } from '../../platform/queue/jobs.table.js';
 import * as repo from '../documents/documents.repo.js';
 import { documentChunks, documents, ingestionTasks } from '../documents/documents.table.js';
 
 /**
  * The ingestion job's life cycle: retries, the final FAILURE, recovery after a crash, and
- * idempotency. INGESTION_RETRY_BACKOFF_MS keeps the retries fast (production: 5 s, doubling).
+ * idempotency. (Real worker processes killed mid-ingestion: ingestion.faults.test.ts.) INGESTION_RETRY_BACKOFF_MS keeps the retries fast (production: 5 s, doubling).
  */
 const t = useTestApp({ ...LIFTED_THROTTLES, INGESTION_RETRY_BACKOFF_MS: '20' });
 
@@ -46,7 +48,7 @@ describe('retries and failure', () => {
     });
     const document = await storedUpload(ws.id, owner);
     expect((await t.post(`${base}${document.id}/confirm-upload/`, {}, owner)).statusCode).toBe(202);
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
 
     const [task] = await taskRows(document.id);
     expect(task).toMatchObject({ status: 'FAILURE', attempts: 3 });
@@ -76,7 +78,7 @@ describe('retries and failure', () => {
       });
     const document = await storedUpload(ws.id, owner);
     await t.post(`${base}${document.id}/confirm-upload/`, {}, owner);
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
 
     const [task] = await taskRows(document.id);
     expect(task).toMatchObject({ status: 'SUCCESS', attempts: 2, errorMessage: null });
@@ -88,10 +90,14 @@ describe('retries and failure', () => {
     const { owner, ws } = await setup();
     const document = await storedUpload(ws.id, owner);
     await db().update(documents).set({ storedAt: new Date() }).where(eq(documents.id, document.id));
-    vi.spyOn(t.deps.storage, 'get').mockRejectedValue(new Error('connection reset'));
-    // The handler as the queue runs it on a first attempt (the task is not queued here).
+    const failure = new Error('connection reset');
+    vi.spyOn(t.deps.storage, 'get').mockRejectedValue(failure);
+    // One attempt as the job system runs it (the task is not queued here): a retryable failure throws as is...
     const task = await repo.insertTask(db(), document.id);
-    await expect(t.deps.services.ingestion.run(task.id, { isFinalAttempt: false })).rejects.toThrow('connection reset');
+    await expect(t.deps.services.ingestion.run(task.id)).rejects.toBe(failure);
+    expect((await taskRows(document.id))[0]).toMatchObject({ status: 'STARTED', attempts: 1 });
+    // ...and the job system marks the retry in the transaction that queues the next attempt.
+    await db().transaction((tx) => t.deps.services.ingestion.markRetry(tx, task.id, { reason: 'failed', error: failure }));
     expect((await taskRows(document.id))[0]).toMatchObject({
       status: 'RETRY',
       attempts: 1,
@@ -101,25 +107,46 @@ describe('retries and failure', () => {
   });
 });
 
-describe('recover()', () => {
-  it('re-queues PENDING, STARTED and RETRY tasks left by a crash, and they complete', async () => {
+describe('after a crash', () => {
+  it('the reconciler re-drives PENDING, STARTED and RETRY tasks a dead process left, and they complete', async () => {
     const { owner, ws, base } = await setup();
     const ids: string[] = [];
     for (const status of ['PENDING', 'STARTED', 'RETRY'] as const) {
       const document = await storedUpload(ws.id, owner);
       await db().update(documents).set({ storedAt: new Date() }).where(eq(documents.id, document.id));
-      // As if the process died after writing the task and before (or while) running its job.
+      // As if the process died after committing the task and its job, before (or while) running it.
       const task = await repo.insertTask(db(), document.id);
       await repo.updateTask(db(), task.id, { status });
+      const job = await db().transaction((tx) => t.deps.jobs.record(tx, 'documents.ingest', { taskId: task.id }, { id: task.id }));
+      if (status === 'STARTED') await jobsRepo.claimJob(db(), job.id, job.deliveryId, 'a-dead-worker', 1);
       ids.push(document.id);
     }
-    expect(await t.deps.services.ingestion.recover()).toBe(3);
-    await t.deps.queue.drain();
+    await db().update(backgroundJobs).set({ updatedAt: sql`now() - interval '1 minute'`, leaseUntil: sql`now() - interval '1 second'` });
+    expect(await t.deps.jobs.reconcile()).toEqual({ delivered: 2, redriven: 1, failed: 0 });
+    await t.deps.jobs.drain();
     for (const id of ids) {
       const status = (await t.get(`${base}${id}/processing-status/`, owner)).json();
       expect(status).toMatchObject({ processing_status: 'ready', task: { status: 'SUCCESS' } });
     }
-    expect(await t.deps.services.ingestion.recover()).toBe(0);
+    expect(await t.deps.jobs.reconcile()).toEqual({ delivered: 0, redriven: 0, failed: 0 });
+  });
+
+  it('a task whose last attempt died ends FAILURE with a user-facing message, its document failed', async () => {
+    const { owner, ws, base } = await setup();
+    const document = await storedUpload(ws.id, owner);
+    await db().update(documents).set({ storedAt: new Date() }).where(eq(documents.id, document.id));
+    const task = await repo.insertTask(db(), document.id);
+    await repo.updateTask(db(), task.id, { status: 'STARTED', attempts: 3 });
+    await repo.updateDocument(db(), document.id, { processingStatus: 'processing' });
+    const job = await db().transaction((tx) => t.deps.jobs.record(tx, 'documents.ingest', { taskId: task.id }, { id: task.id }));
+    await jobsRepo.claimJob(db(), job.id, job.deliveryId, 'a-dead-worker', 1);
+    await db().update(backgroundJobs).set({ attempts: 3, leaseUntil: sql`now() - interval '1 second'` });
+    expect(await t.deps.jobs.reconcile()).toEqual({ delivered: 0, redriven: 0, failed: 1 });
+    const status = (await t.get(`${base}${document.id}/processing-status/`, owner)).json();
+    expect(status).toMatchObject({
+      processing_status: 'failed',
+      task: { status: 'FAILURE', error_message: 'The document could not be processed. Please try again later.' },
+    });
   });
 });
 
@@ -129,7 +156,7 @@ describe('idempotency', () => {
     const document = await readyTextDocument(t, ws.id, owner, 'Text about lighthouses and the sea.');
     const [task] = await taskRows(document.id);
     const chunksBefore = await db().select().from(documentChunks);
-    await t.deps.services.ingestion.run(task!.id, { isFinalAttempt: true });
+    await t.deps.services.ingestion.run(task!.id);
     expect(await db().select().from(documentChunks)).toEqual(chunksBefore);
     expect((await taskRows(document.id))[0]).toEqual(task);
   });
@@ -140,7 +167,7 @@ describe('idempotency', () => {
     await db().update(documents).set({ storedAt: new Date() }).where(eq(documents.id, document.id));
     const task = await repo.insertTask(db(), document.id);
     await repo.revokeOpenTasks(db(), document.id);
-    await t.deps.services.ingestion.run(task.id, { isFinalAttempt: true });
+    await t.deps.services.ingestion.run(task.id);
     expect((await taskRows(document.id))[0]).toMatchObject({ status: 'REVOKED', attempts: 0 });
     expect(await db().select().from(documentChunks)).toEqual([]);
     expect((await documentRow(document.id)).processingStatus).toBe('pending');

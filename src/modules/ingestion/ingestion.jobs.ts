@@ -3,7 +3,10 @@ import { defineJob } from '../../platform/queue/jobs.js';
 import type { IngestionService } from './ingestion.service.js';
 
 /**
- * Ingests one document version; idempotent by task id (a finished task is skipped).
+ * Ingests one document version; the job's id is the task's id. A finished or revoked task is
+ * skipped, so a job that runs again after a crash changes nothing. Between attempts the task shows
+ * RETRY; when the attempts are spent (also when the last run's worker died) it ends FAILURE with a
+ * message for the user and the document `failed`, in the same transaction as the job.
  * `backoffMs` (INGESTION_RETRY_BACKOFF_MS) is the first retry's delay; it doubles per attempt.
  */
 export function ingestDocumentJob(ingestion: () => IngestionService, options: { backoffMs?: number } = {}) {
@@ -13,5 +16,7 @@ export function ingestDocumentJob(ingestion: () => IngestionService, options: { 
     attempts: 3,
     backoffMs: options.backoffMs ?? 5000,
     handler: ({ taskId }, context) => ingestion().run(taskId, context),
+    onRetry: (tx, { taskId }, failure) => ingestion().markRetry(tx, taskId, failure),
+    onGiveUp: (tx, { taskId }, failure) => ingestion().markFailed(tx, taskId, failure),
   });
 }

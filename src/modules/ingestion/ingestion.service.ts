@@ -1,11 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { embedMany } from 'ai';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
-import type { Db } from '../../db/client.js';
+import type { Db, DbOrTx } from '../../db/client.js';
 import { AppError } from '../../platform/errors.js';
 import { type SafeFetcher, youtubeVideoId } from '../../platform/fetch/fetcher.js';
 import { UnrecoverableJobError } from '../../platform/queue/jobs.js';
+import type { JobContext, JobFailure } from '../../platform/queue/port.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
 import type { CreditService } from '../billing/credit.service.js';
 import type { Plans } from '../billing/plans.js';
@@ -30,7 +30,6 @@ export interface IngestionServiceDeps {
   storage: ObjectStorage;
   fetcher: SafeFetcher;
   modelRegistry: ModelRegistry;
-  enqueue: (taskId: string) => Promise<void>;
   log: Logger;
 }
 
@@ -53,8 +52,9 @@ async function readObject(storage: ObjectStorage, key: string, limit: number): P
   return Buffer.concat(chunks);
 }
 
-/** The message a user sees for a failure; the cause goes to the log. */
+/** The message a user sees for a failure (looking through UnrecoverableJobError); the cause goes to the log. */
 function userMessageOf(error: unknown): string {
+  if (error instanceof UnrecoverableJobError) return userMessageOf(error.cause);
   if (error instanceof ExtractionError || error instanceof IngestionError) return error.userMessage;
   if (error instanceof AppError) return error.detail;
   return GENERIC_FAILURE;
@@ -70,14 +70,16 @@ function isRetryable(error: unknown): boolean {
 
 /**
  * The ingestion job: fetch or read the content, extract text, chunk, embed (when EMBEDDING_MODEL
- * is set, billed to the workspace) and store the chunks. Task and document statuses always end in
- * SUCCESS/ready or FAILURE/failed (or RETRY while the queue will try again); a task revoked
- * meanwhile (document deleted or reprocessed) is left alone.
+ * is set, billed to the workspace once per task) and store the chunks, all replaced in one
+ * transaction. Task and document statuses move together: PENDING/pending, STARTED or RETRY with
+ * processing, then SUCCESS/ready or FAILURE/failed (`markRetry` and `markFailed` are called by the
+ * job system in the transaction that reschedules or gives up the job). A task revoked meanwhile
+ * (document deleted or reprocessed) is left alone.
  */
 export function createIngestionService(deps: IngestionServiceDeps) {
   const { db, config, plans, credit, storage, fetcher, modelRegistry, log } = deps;
 
-  async function embed(workspaceId: string, texts: string[], userId: number | null): Promise<number[][] | null> {
+  async function embed(taskId: string, workspaceId: string, texts: string[], userId: number | null): Promise<number[][] | null> {
     if (!config.EMBEDDING_MODEL || texts.length === 0) return null;
     const { model, entry } = modelRegistry.embeddingModel(config.EMBEDDING_MODEL);
     const estimate = (texts.join(' ').length / 4) * (entry.input_price_per_million / 1_000_000);
@@ -107,7 +109,8 @@ export function createIngestionService(deps: IngestionServiceDeps) {
       model: entry.id,
       userId,
       inputTokens: tokens,
-      referenceId: `embedding:${randomUUID()}`,
+      // One charge per task, however often its job runs (a re-run after a crash settles nothing new).
+      referenceId: `embedding:${taskId}`,
     });
     if (vectors.some((v) => v.length !== EMBEDDING_DIMENSIONS)) {
       throw new IngestionError(
@@ -137,23 +140,9 @@ export function createIngestionService(deps: IngestionServiceDeps) {
     return { bytes: response.body, contentType: contentType || 'text/html' };
   }
 
-  async function fail(taskId: string, documentId: string, error: unknown, final: boolean) {
-    const retry = !final && isRetryable(error);
-    log[retry ? 'warn' : 'error']({ err: error, taskId, documentId }, retry ? 'ingestion will be retried' : 'ingestion failed');
-    const current = await repo.findTask(db, taskId);
-    // Revoked (reprocessed) or gone with its deleted document: nothing to report.
-    if (!current || current.status === 'REVOKED') return;
-    if (retry) {
-      await repo.updateTask(db, taskId, { status: 'RETRY', errorMessage: userMessageOf(error) });
-      throw error;
-    }
-    await repo.updateTask(db, taskId, { status: 'FAILURE', errorMessage: userMessageOf(error) });
-    await repo.updateDocument(db, documentId, { processingStatus: 'failed' });
-    throw new UnrecoverableJobError(userMessageOf(error), { cause: error });
-  }
-
   return {
-    async run(taskId: string, context: { isFinalAttempt: boolean }): Promise<void> {
+    /** Runs the task once; throws to fail this attempt (UnrecoverableJobError when another cannot help). */
+    async run(taskId: string, context: Partial<Pick<JobContext, 'signal'>> = {}): Promise<void> {
       const task = await repo.findTask(db, taskId);
       if (!task || task.status === 'SUCCESS' || task.status === 'FAILURE' || task.status === 'REVOKED') return;
       const document = await repo.findDocumentById(db, task.documentId);
@@ -161,11 +150,9 @@ export function createIngestionService(deps: IngestionServiceDeps) {
         await repo.updateTask(db, taskId, { status: 'REVOKED' });
         return;
       }
+      // Conditional: a task revoked since it was read above stays revoked.
+      if (!(await repo.startTask(db, taskId, document.id))) return;
       try {
-        // Inside the try: whatever throws, the final attempt still ends the task in FAILURE.
-        // Conditional: a task revoked since it was read above stays revoked.
-        if (!(await repo.startTask(db, taskId))) return;
-        await repo.updateDocument(db, document.id, { processingStatus: 'processing' });
         const workspace = await findWorkspace(db, document.workspaceId);
         if (!workspace) throw new IngestionError('gone', 'The workspace no longer exists.');
         const { plan } = await resolveBillingState(db, plans, workspace);
@@ -178,7 +165,9 @@ export function createIngestionService(deps: IngestionServiceDeps) {
         });
         const chunks = chunkDocument(extracted);
         if (chunks.length === 0) throw new IngestionError('no_text', 'No text could be found in this document.');
-        const embeddings = await embed(document.workspaceId, chunks.map((c) => c.content), document.uploadedBy);
+        context.signal?.throwIfAborted();
+        const embeddings = await embed(taskId, document.workspaceId, chunks.map((c) => c.content), document.uploadedBy);
+        context.signal?.throwIfAborted();
 
         if (document.sourceKind !== 'upload') {
           if (fetched.bytes.length > plan.max_file_size_bytes) {
@@ -219,15 +208,21 @@ export function createIngestionService(deps: IngestionServiceDeps) {
           }
         }
       } catch (error) {
-        await fail(taskId, document.id, error, context.isFinalAttempt);
+        const retryable = isRetryable(error);
+        log[retryable ? 'warn' : 'error']({ err: error, taskId, documentId: document.id }, 'ingestion attempt failed');
+        throw retryable ? error : new UnrecoverableJobError(userMessageOf(error), { cause: error });
       }
     },
 
-    /** Re-queues tasks left unfinished by a crash or restart (the job id makes this idempotent). */
-    async recover(): Promise<number> {
-      const open = await repo.unfinishedTasks(db);
-      for (const task of open) await deps.enqueue(task.id);
-      return open.length;
+    /** Another attempt is due: the task shows RETRY with what went wrong (its document stays processing). */
+    async markRetry(tx: DbOrTx, taskId: string, failure: JobFailure): Promise<void> {
+      await repo.updateOpenTask(tx, taskId, { status: 'RETRY', errorMessage: userMessageOf(failure.error) });
+    },
+
+    /** The attempts are spent: the task ends FAILURE with a message for the user, its document failed. */
+    async markFailed(tx: DbOrTx, taskId: string, failure: JobFailure): Promise<void> {
+      const task = await repo.updateOpenTask(tx, taskId, { status: 'FAILURE', errorMessage: userMessageOf(failure.error) });
+      if (task) await repo.updateDocument(tx, task.documentId, { processingStatus: 'failed' });
     },
   };
 }

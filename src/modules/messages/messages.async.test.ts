@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { recordUsage } from '../../../test/support/billing.js';
@@ -37,7 +38,7 @@ describe('AGENT_ASYNC_ENABLED', () => {
       agent_task_id: expect.any(String),
     });
 
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     const done = await status(w.base, body.agent_task_id, w.alice);
     expect(done.statusCode).toBe(200);
     expect(done.json()).toEqual({ task_id: body.agent_task_id, status: 'SUCCESS', message_id: expect.any(String), error: null });
@@ -59,7 +60,7 @@ describe('AGENT_ASYNC_ENABLED', () => {
     const w = await chatWorld(t);
     const res = await t.post(w.base, { content: 'Mine' }, w.alice);
     const taskId = res.json().agent_task_id as string;
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     const otherChat = (await t.post(`/api/workspaces/${w.ws.id}/chats/`, { name: 'Other' }, w.alice)).json();
     const otherBase = `/api/workspaces/${w.ws.id}/chats/${otherChat.id}/messages/`;
     expect((await status(otherBase, taskId, w.alice)).statusCode).toBe(404);
@@ -79,7 +80,7 @@ describe('AGENT_ASYNC_ENABLED', () => {
     const res = await t.post(w.base, { content: 'Doomed' }, w.alice);
     expect(res.statusCode).toBe(202);
     const taskId = res.json().agent_task_id as string;
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
 
     const task = await status(w.base, taskId, w.alice);
     expect(task.json()).toEqual({ task_id: taskId, status: 'FAILURE', message_id: null, error: GENERIC_MODEL_FAILURE });
@@ -94,7 +95,7 @@ describe('AGENT_ASYNC_ENABLED', () => {
     const w = await chatWorld(t);
     fake.enqueue({ status: 400, errorMessage: 'transient' }, { text: 'Second time lucky' });
     const res = await t.post(w.base, { content: 'Retry me' }, w.alice);
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     const task = (await status(w.base, res.json().agent_task_id, w.alice)).json();
     expect(task).toMatchObject({ status: 'SUCCESS', error: null });
     const replies = (await messageRows(t, w.chat.id)).filter((r) => r.role === 'assistant');
@@ -105,13 +106,16 @@ describe('AGENT_ASYNC_ENABLED', () => {
     const w = await chatWorld(t);
     const res = await t.post(w.base, { content: 'Later' }, w.alice);
     const taskId = res.json().agent_task_id as string;
-    await t.deps.queue.drain();
+    await t.deps.jobs.drain();
     // Simulate a task still waiting when the workspace is archived: reset it and run it again.
-    await t.deps.database.db.update(agentTasks).set({ status: 'PENDING', messageId: null }).where(eq(agentTasks.id, taskId));
+    await t.deps.database.db
+      .update(agentTasks)
+      .set({ status: 'PENDING', messageId: null, replyId: randomUUID() })
+      .where(eq(agentTasks.id, taskId));
     expect((await t.patch(`/api/workspaces/${w.ws.id}/`, { status: 'archived' }, w.wsOwner)).statusCode).toBe(200);
     const calls = fake.requests.length;
-    await t.deps.jobs.enqueue('chat.agent-reply', { taskId }, { jobId: `${taskId}-again` });
-    await t.deps.queue.drain();
+    await t.deps.jobs.enqueue('chat.agent-reply', { taskId });
+    await t.deps.jobs.drain();
     const task = (await status(w.base, taskId, w.alice)).json();
     expect(task.status).toBe('FAILURE');
     expect(task.error).toMatch(/archived/i);

@@ -3,8 +3,10 @@ import { defineJob } from '../../platform/queue/jobs.js';
 import type { MessagesService } from './messages.service.js';
 
 /**
- * The reply of an async agent task (AGENT_ASYNC_ENABLED): idempotent by task id. Model failures
- * are retried; `backoffMs` (AGENT_TASK_RETRY_BACKOFF_MS) is the first retry's delay.
+ * The reply of an async agent task (AGENT_ASYNC_ENABLED); the job's id is the task's id, and a
+ * finished task is skipped. Model failures are retried (the task shows PENDING between attempts);
+ * refusals and spent attempts end it FAILURE. `backoffMs` (AGENT_TASK_RETRY_BACKOFF_MS) is the
+ * first retry's delay.
  */
 export function agentReplyJob(messages: () => MessagesService, options: { backoffMs?: number } = {}) {
   return defineJob({
@@ -12,6 +14,8 @@ export function agentReplyJob(messages: () => MessagesService, options: { backof
     payload: z.object({ taskId: z.uuid() }),
     attempts: 3,
     backoffMs: options.backoffMs ?? 2000,
-    handler: ({ taskId }, context) => messages().runAgentTask(taskId, context.isFinalAttempt),
+    handler: ({ taskId }) => messages().runAgentTask(taskId),
+    onRetry: (tx, { taskId }) => messages().markAgentTaskRetry(tx, taskId),
+    onGiveUp: (tx, { taskId }, failure) => messages().markAgentTaskFailed(tx, taskId, failure),
   });
 }

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, inArray, sql } from 'drizzle-orm';
 import { type DbOrTx, queryRows } from '../../db/client.js';
 import { agentTasks, messages } from '../chats/chats.table.js';
 
@@ -65,6 +65,14 @@ export async function insertMessage(db: DbOrTx, values: NewMessage): Promise<Mes
   return row!;
 }
 
+/** Inserts a message whose id is fixed in advance; a second insert of that id returns the first. */
+export async function insertMessageOnce(db: DbOrTx, values: NewMessage & { id: string }): Promise<MessageRow> {
+  const [row] = await db.insert(messages).values(values).onConflictDoNothing({ target: messages.id }).returning();
+  if (row) return row;
+  const [existing] = await db.select().from(messages).where(eq(messages.id, values.id));
+  return existing!;
+}
+
 export async function updateMessage(db: DbOrTx, messageId: string, values: Partial<NewMessage>): Promise<MessageRow> {
   const [row] = await db
     .update(messages)
@@ -96,4 +104,12 @@ export async function updateAgentTask(db: DbOrTx, taskId: string, values: Partia
     .update(agentTasks)
     .set({ ...values, updatedAt: new Date() })
     .where(eq(agentTasks.id, taskId));
+}
+
+/** Updates an agent task that has not finished; nothing happens to a finished one. */
+export async function updateOpenAgentTask(db: DbOrTx, taskId: string, values: Partial<typeof agentTasks.$inferInsert>) {
+  await db
+    .update(agentTasks)
+    .set({ ...values, updatedAt: new Date() })
+    .where(and(eq(agentTasks.id, taskId), inArray(agentTasks.status, ['PENDING', 'STARTED'])));
 }

@@ -35,8 +35,6 @@ export interface MessagesRoutesOptions {
   /** Largest attachment any plan allows; the plan's own limit is enforced per file. */
   maxFileBytes: number;
   heartbeatMs: number;
-  /** Enqueues the background reply of an agent task. */
-  enqueueAgentTask: (taskId: string) => Promise<void>;
 }
 
 /** Multipart parts as plain values, so the service sees no HTTP types. */
@@ -157,7 +155,6 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
       const turn = await messages.startSend(currentUser(request).id, ws, session, input);
       if (options.agentAsync) {
         const task = await messages.createAgentTask(turn);
-        await options.enqueueAgentTask(task.id);
         return reply.code(202).send({ ...toMessageOut(turn.userMessage), agent_task_id: task.id });
       }
       const result = await generateJson(turn);

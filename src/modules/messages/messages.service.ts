@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
-import type { Db } from '../../db/client.js';
+import type { Db, DbOrTx } from '../../db/client.js';
 import { AppError, NotFoundError, PermissionDeniedError, ValidationError } from '../../platform/errors.js';
-import { UnrecoverableJobError } from '../../platform/queue/jobs.js';
+import { type JobsFor, UnrecoverableJobError } from '../../platform/queue/jobs.js';
+import type { JobFailure } from '../../platform/queue/port.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { throttle } from '../../platform/ratelimit/rates.js';
@@ -59,6 +60,8 @@ export interface Turn {
   model: ChatModel;
   reservation: Reservation;
   streamId: string;
+  /** The reply's id when it is fixed in advance (an agent task's), so that saving it twice saves it once. */
+  replyId?: string;
 }
 
 export interface GenerationResult {
@@ -102,11 +105,13 @@ export interface MessagesServiceDeps {
   modelRegistry: ModelRegistry;
   knowledge: KnowledgeSearch;
   streams: StreamControl;
+  /** Records the background reply of an agent task in the task's own transaction. */
+  jobs: JobsFor<{ 'chat.agent-reply': { taskId: string } }>;
   log: Logger;
 }
 
 export function createMessagesService(deps: MessagesServiceDeps) {
-  const { db, config, plans, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, log } = deps;
+  const { db, config, plans, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, jobs, log } = deps;
 
   /** Plan, provider and credit checks shared by every model-calling endpoint. */
   async function admitModelCall(access: ChatAccess, estimateText: string) {
@@ -180,8 +185,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         const inputTokens = outcome.usage?.inputTokens || estimateTokens(promptText);
         const outputTokens = outcome.usage?.outputTokens ?? estimateTokens(outcome.text);
         const usage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
-        const reply = await repo.insertMessage(db, {
-          id: randomUUID(),
+        const reply = await repo.insertMessageOnce(db, {
+          id: turn.replyId ?? randomUUID(),
           sessionId: chat.id,
           role: 'assistant',
           content: outcome.text,
@@ -358,44 +363,67 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       return { task_id: task.id, status: task.status, message_id: task.messageId, error: task.error };
     },
 
-    /** Queues the reply of a turn as background agent work (AGENT_ASYNC_ENABLED). */
+    /**
+     * Queues the reply of a turn as background agent work (AGENT_ASYNC_ENABLED): the task and its
+     * job are written in one transaction, and the job is delivered after commit.
+     */
     async createAgentTask(turn: Turn) {
       // The job reserves credit again when it runs: a reservation must not outlive a queue wait.
       await credit.release(turn.reservation);
-      return repo.insertAgentTask(db, {
-        sessionId: turn.access.chat.id,
-        userMessageId: turn.userMessage.id,
-        requestedBy: turn.userId,
+      const { task, job } = await db.transaction(async (tx) => {
+        const inserted = await repo.insertAgentTask(tx, {
+          sessionId: turn.access.chat.id,
+          userMessageId: turn.userMessage.id,
+          requestedBy: turn.userId,
+        });
+        return { task: inserted, job: await jobs.record(tx, 'chat.agent-reply', { taskId: inserted.id }, { id: inserted.id }) };
       });
+      await jobs.dispatch([job]);
+      return task;
     },
 
     /**
-     * The background job: runs the turn behind an agent task and records the outcome. Refusals
-     * (membership, plan, credit) fail the task at once with their message; model failures are
-     * retried by the queue and fail the task with a generic message on the last attempt.
+     * The background job: runs the turn behind an agent task. Refusals (membership, plan, credit)
+     * fail it at once with their message; other failures are retried by the job system, which
+     * calls `markAgentTaskRetry` / `markAgentTaskFailed`. The reply's id is fixed on the task, so a
+     * run repeated after a crash saves (and charges) one reply.
      */
-    async runAgentTask(taskId: string, isFinalAttempt: boolean): Promise<void> {
+    async runAgentTask(taskId: string): Promise<void> {
       const task = await repo.findAgentTask(db, taskId);
       if (!task || task.status === 'SUCCESS' || task.status === 'FAILURE') return;
+      const chat = await findChatById(db, task.sessionId);
+      // An earlier run saved the reply and died before recording it: record it now.
+      const saved = chat ? await repo.findMessage(db, chat.id, task.replyId) : undefined;
+      if (saved) {
+        await repo.updateAgentTask(db, taskId, { status: 'SUCCESS', messageId: saved.id, error: null });
+        return;
+      }
       await repo.updateAgentTask(db, taskId, { status: 'STARTED' });
       try {
-        const chat = await findChatById(db, task.sessionId);
         if (!chat || task.requestedBy === null) throw chatErrors.notFound();
         const access = await loadChat(db, chat.workspaceId, chat.id, task.requestedBy, 'write');
         const userMessage = await loadMessage(access, task.userMessageId);
         const { model, reservation } = await admitModelCall(access, userMessage.content);
-        const turn = { access, userId: task.requestedBy, model, reservation, userMessage, streamId: task.id };
+        const turn = { access, userId: task.requestedBy, model, reservation, userMessage, streamId: task.id, replyId: task.replyId };
         const { reply } = await generate(turn, () => undefined);
         await repo.updateAgentTask(db, taskId, { status: 'SUCCESS', messageId: reply.id, error: null });
       } catch (error) {
-        if (error instanceof AppError) {
-          await repo.updateAgentTask(db, taskId, { status: 'FAILURE', error: error.detail });
-          throw new UnrecoverableJobError(error.detail, { cause: error });
-        }
-        log.error({ err: error, taskId }, 'agent task failed');
-        await repo.updateAgentTask(db, taskId, isFinalAttempt ? { status: 'FAILURE', error: GENERIC_MODEL_FAILURE } : { status: 'PENDING' });
+        if (error instanceof AppError) throw new UnrecoverableJobError(error.detail, { cause: error });
+        log.error({ err: error, taskId }, 'agent task attempt failed');
         throw error;
       }
+    },
+
+    /** Another attempt is due: the task shows PENDING again. */
+    async markAgentTaskRetry(tx: DbOrTx, taskId: string): Promise<void> {
+      await repo.updateOpenAgentTask(tx, taskId, { status: 'PENDING' });
+    },
+
+    /** Given up: FAILURE with the refusal's message, or the generic one (details stay in the log). */
+    async markAgentTaskFailed(tx: DbOrTx, taskId: string, failure: JobFailure): Promise<void> {
+      const cause = failure.error instanceof UnrecoverableJobError ? failure.error.cause : failure.error;
+      const message = cause instanceof AppError ? cause.detail : GENERIC_MODEL_FAILURE;
+      await repo.updateOpenAgentTask(tx, taskId, { status: 'FAILURE', error: message });
     },
   };
 }

@@ -1,18 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
+import { type Job, Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { createRedisClient, quitRedis } from '../redis.js';
-import {
-  COMPLETED_RETENTION_SECONDS,
-  DefinitionMap,
-  FAILED_RETENTION_SECONDS,
-  UnrecoverableJobError,
-  drainTimeout,
-  errorMessage,
-  prepareEnqueue,
-  runHandler,
-} from './jobs.js';
-import type { JobQueue } from './port.js';
+import { createRedisClient, quitRedis, waitForReady } from '../redis.js';
+import { errorMessage, withTimeout } from './jobs.js';
+import type { DeliveryState, JobQueue } from './port.js';
 
 export interface BullmqQueueOptions {
   url: string;
@@ -20,132 +10,121 @@ export interface BullmqQueueOptions {
   prefix: string;
   concurrency: number;
   log: Logger;
+  /** Longest a delivery (or a state lookup) may wait on Redis before it fails (REDIS_COMMAND_TIMEOUT_MS). */
+  commandTimeoutMs?: number;
   /** One queue carries every job name (default `jobs`). */
   queueName?: string;
 }
 
-/**
- * BullMQ ids may not contain ':' or look like integers. `name/` + URI-encoded id has neither
- * (names start with a letter and contain no '/', and encoding turns ':' and '/' into %XX), and
- * it is injective, so distinct (name, id) pairs never share a BullMQ id.
- */
-export function toBullmqJobId(name: string, jobId: string): string {
-  return `${name}/${encodeURIComponent(jobId)}`;
-}
-
-export function fromBullmqJobId(bullId: string | undefined): string {
-  if (!bullId) return '';
-  const slash = bullId.indexOf('/');
-  return slash < 0 ? bullId : decodeURIComponent(bullId.slice(slash + 1));
-}
-
-/** Waiting in any form: a job in backoff sits in `delayed`, so drain waits for retries too. */
+/** Finished deliveries are kept briefly for operators; the database keeps the outcome. */
+const KEEP_COMPLETED = { age: 3600, count: 10_000 };
+const KEEP_FAILED = { age: 24 * 3600, count: 10_000 };
 const PENDING_STATES = ['wait', 'active', 'delayed', 'prioritized', 'waiting-children'] as const;
 
+function toDeliveryState(state: string): DeliveryState {
+  switch (state) {
+    case 'waiting':
+    case 'prioritized':
+    case 'waiting-children':
+      return 'waiting';
+    case 'delayed':
+    case 'active':
+    case 'completed':
+    case 'failed':
+      return state;
+    default:
+      return 'missing';
+  }
+}
+
+/**
+ * BullMQ as the transport of the distributed profile. Delivery ids are UUIDs, which BullMQ
+ * accepts as job ids (no ':' and not an integer), and adding an id that still exists is a no-op.
+ * Each delivery runs once (attempts: 1): retries are new deliveries decided by the job system.
+ */
 export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
   const { url, prefix, concurrency, log } = options;
   const queueName = options.queueName ?? 'jobs';
-  const definitions = new DefinitionMap();
-  // BullMQ requires maxRetriesPerRequest: null on connections a worker may block on.
-  const connection = createRedisClient(url, log, 'queue', { maxRetriesPerRequest: null });
+  const commandTimeoutMs = options.commandTimeoutMs ?? 1500;
+  // The producer fails fast while Redis is unreachable (no offline queue, bounded commands): the
+  // job is already recorded in the database and the reconciler delivers it later.
+  const connection = createRedisClient(url, log, 'queue', {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: commandTimeoutMs,
+  });
   const queue = new Queue(queueName, {
     connection,
     prefix,
-    defaultJobOptions: {
-      // Finished jobs are kept (and so their ids stay taken) for the idempotency window.
-      removeOnComplete: { age: COMPLETED_RETENTION_SECONDS },
-      removeOnFail: { age: FAILED_RETENTION_SECONDS },
-    },
+    defaultJobOptions: { attempts: 1, removeOnComplete: KEEP_COMPLETED, removeOnFail: KEEP_FAILED },
   });
   queue.on('error', (error: Error) => log.warn({ err: error }, 'job queue error'));
+  // Commands fail at once while disconnected; a call made while (re)connecting waits for it, briefly.
+  const ready = () => waitForReady(connection, commandTimeoutMs);
   let worker: Worker | undefined;
   let workerConnection: ReturnType<typeof createRedisClient> | undefined;
   let closed = false;
 
-  async function processJob(job: Job): Promise<void> {
-    const definition = definitions.find(job.name);
-    // A job from newer code that this process does not know: fail it rather than loop on it.
-    if (!definition) throw new UnrecoverableError(`Unknown job "${job.name}"`);
-    const attempt = job.attemptsMade + 1;
-    const attempts = job.opts.attempts ?? 1;
-    const context = { jobId: fromBullmqJobId(job.id), attempt, isFinalAttempt: attempt >= attempts };
-    try {
-      await runHandler(definition, job.data, context);
-    } catch (error) {
-      if (error instanceof UnrecoverableJobError) throw new UnrecoverableError(error.message);
-      throw error;
-    }
-  }
-
   return {
     kind: 'bullmq',
 
-    register(definition) {
-      if (worker) throw new Error('Register jobs before starting the worker');
-      definitions.add(definition);
-    },
-
-    async enqueue(name, payload, enqueueOptions = {}) {
+    async deliver(delivery, deliverOptions = {}) {
       if (closed) throw new Error('The job queue is closed');
-      const definition = definitions.get(name);
-      const { data, delayMs } = prepareEnqueue(definition, payload, enqueueOptions);
-      const id = enqueueOptions.jobId ?? randomUUID();
-      // Adding an id that still exists (pending or retained) is a no-op in BullMQ.
-      await queue.add(name, data, {
-        jobId: toBullmqJobId(name, id),
-        attempts: definition.attempts,
-        backoff: { type: 'exponential', delay: definition.backoffMs },
-        ...(delayMs > 0 ? { delay: delayMs } : {}),
-      });
-      return { jobId: id };
+      const delayMs = Math.max(0, Math.round(deliverOptions.delayMs ?? 0));
+      const data = { jobId: delivery.jobId };
+      await ready();
+      await withTimeout(
+        queue.add(delivery.name, data, { jobId: delivery.deliveryId, ...(delayMs > 0 ? { delay: delayMs } : {}) }),
+        commandTimeoutMs,
+        'delivering a job to Redis',
+      );
     },
 
-    async startWorker() {
+    async state(deliveryId) {
+      await ready();
+      return toDeliveryState(await withTimeout(queue.getJobState(deliveryId), commandTimeoutMs, 'reading a job state from Redis'));
+    },
+
+    async startWorker(handler) {
       if (closed) throw new Error('The job queue is closed');
       if (worker) return;
+      // A worker blocks on Redis: BullMQ requires maxRetriesPerRequest null on this connection.
       workerConnection = createRedisClient(url, log, 'queue-worker', { maxRetriesPerRequest: null });
-      worker = new Worker(queueName, processJob, { connection: workerConnection, prefix, concurrency, autorun: false });
+      const process = (job: Job<{ jobId: string }>) => handler({ name: job.name, jobId: job.data.jobId, deliveryId: job.id ?? '' });
+      worker = new Worker(queueName, process, { connection: workerConnection, prefix, concurrency, autorun: false });
       worker.on('error', (error: Error) => log.warn({ err: error }, 'job worker error'));
       worker.on('failed', (job, error) => {
-        if (!job) return;
-        const attempt = job.attemptsMade;
-        const attempts = job.opts.attempts ?? 1;
-        const fields = { err: error, job: job.name, jobId: fromBullmqJobId(job.id), attempt, attempts };
-        if (attempt < attempts && !(error instanceof UnrecoverableError)) {
-          log.warn(fields, `job failed, will retry: ${errorMessage(error)}`);
-        } else {
-          log.error(fields, `job failed for good: ${errorMessage(error)}`);
-        }
+        if (job) log.warn({ err: error, job: job.name, jobId: job.data.jobId }, `job delivery failed: ${errorMessage(error)}`);
       });
       // run() resolves only when the worker stops; errors are reported through 'error'.
       worker.run().catch((error: unknown) => log.error({ err: error }, 'job worker stopped'));
       await worker.waitUntilReady();
     },
 
-    async drain(timeoutMs) {
-      const deadline = Date.now() + drainTimeout(timeoutMs);
+    async drain(timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs;
       for (;;) {
         const counts = await queue.getJobCounts(...PENDING_STATES);
         if (Object.values(counts).every((n) => n === 0)) return;
-        if (Date.now() > deadline) {
-          throw new Error(`The job queue did not drain in time: ${JSON.stringify(counts)}`);
-        }
+        if (Date.now() > deadline) throw new Error(`The job queue did not drain in time: ${JSON.stringify(counts)}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     },
 
     async ping() {
+      await ready();
       await connection.ping();
     },
 
     async close() {
       if (closed) return;
       closed = true;
-      // Worker.close() lets running jobs finish; waiting jobs stay in Redis for other workers.
+      // Worker.close() lets running deliveries finish; waiting ones stay in Redis for other workers.
       if (worker) await worker.close();
-      await queue.close();
+      await queue.close().catch((error: unknown) => log.warn({ err: error }, 'closing the job queue failed'));
       if (workerConnection) await quitRedis(workerConnection);
       await quitRedis(connection);
     },
   };
 }
+

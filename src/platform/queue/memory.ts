@@ -1,49 +1,31 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import {
-  COMPLETED_RETENTION_SECONDS,
-  DefinitionMap,
-  FAILED_RETENTION_SECONDS,
-  type ResolvedDefinition,
-  UnrecoverableJobError,
-  backoffDelay,
-  drainTimeout,
-  errorMessage,
-  prepareEnqueue,
-  runHandler,
-} from './jobs.js';
-import type { JobQueue } from './port.js';
+import { errorMessage } from './jobs.js';
+import type { Delivery, DeliveryState, JobQueue } from './port.js';
 
 export interface MemoryQueueOptions {
   concurrency: number;
   log: Logger;
 }
 
-interface MemoryJob {
-  key: string;
-  id: string;
-  definition: ResolvedDefinition;
-  data: unknown;
-  /** Runs started so far. */
-  attemptsMade: number;
-}
+/** Finished deliveries are remembered (for `state`) up to this many, oldest forgotten first. */
+const MAX_FINISHED = 10_000;
+const DEFAULT_DRAIN_TIMEOUT_MS = 60_000;
 
 /**
- * The embedded profile's queue: jobs live in this process only (a restart loses waiting and
- * delayed jobs, so handlers must tolerate never running, as on any queue). It mirrors BullMQ's
- * behaviour: handlers run asynchronously, at most `concurrency` at once, failures are retried
- * with the same exponential backoff, and a job id is remembered as long as BullMQ keeps it.
+ * The embedded profile's queue: deliveries live in this process only. A restart loses what was
+ * waiting, which the reconciler sees (`state` answers `missing`) and delivers again from the
+ * database. Like BullMQ, handlers run asynchronously, at most `concurrency` at once, and a
+ * deliveryId is delivered once while it is remembered.
  */
 export function createMemoryQueue(options: MemoryQueueOptions): JobQueue {
   const { concurrency, log } = options;
-  const definitions = new DefinitionMap();
-  /** Idempotency: job key -> time until which it is remembered (Infinity while pending). */
-  const known = new Map<string, number>();
-  const ready: MemoryJob[] = [];
+  const states = new Map<string, DeliveryState>();
+  const finished: string[] = [];
+  const ready: Delivery[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const running = new Set<Promise<void>>();
   const idleWaiters = new Set<() => void>();
-  let started = false;
+  let handler: ((delivery: Delivery) => Promise<void>) | undefined;
   let closed = false;
 
   const isIdle = () => ready.length === 0 && timers.size === 0 && running.size === 0;
@@ -54,39 +36,23 @@ export function createMemoryQueue(options: MemoryQueueOptions): JobQueue {
     idleWaiters.clear();
   }
 
-  function remember(key: string, seconds: number) {
-    known.set(key, Date.now() + seconds * 1000);
+  function finish(delivery: Delivery, state: 'completed' | 'failed') {
+    states.set(delivery.deliveryId, state);
+    finished.push(delivery.deliveryId);
+    if (finished.length > MAX_FINISHED) states.delete(finished.shift()!);
   }
 
-  function prune() {
-    const now = Date.now();
-    for (const [key, until] of known) if (until <= now) known.delete(key);
-  }
-
-  function later(ms: number, fn: () => void) {
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      fn();
-      notifyIfIdle();
-    }, ms);
-    timers.add(timer);
-  }
-
-  function schedule(job: MemoryJob, delayMs: number) {
-    if (delayMs > 0) later(delayMs, () => push(job));
-    else push(job);
-  }
-
-  function push(job: MemoryJob) {
+  function push(delivery: Delivery) {
     if (closed) return;
-    ready.push(job);
+    states.set(delivery.deliveryId, 'waiting');
+    ready.push(delivery);
     pump();
   }
 
   function pump() {
-    while (started && !closed && running.size < concurrency && ready.length > 0) {
-      const job = ready.shift()!;
-      const run = execute(job).finally(() => {
+    while (handler && !closed && running.size < concurrency && ready.length > 0) {
+      const delivery = ready.shift()!;
+      const run = execute(handler, delivery).finally(() => {
         running.delete(run);
         pump();
         notifyIfIdle();
@@ -95,64 +61,50 @@ export function createMemoryQueue(options: MemoryQueueOptions): JobQueue {
     }
   }
 
-  // Never rejects: a failing handler is logged and retried or given up, the process keeps going.
-  async function execute(job: MemoryJob): Promise<void> {
+  // Never rejects: the job system records outcomes itself; a throw here is an infrastructure failure.
+  async function execute(run: (delivery: Delivery) => Promise<void>, delivery: Delivery): Promise<void> {
     // Like a Redis round trip, the handler never runs inside the caller's tick.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    job.attemptsMade += 1;
-    const attempt = job.attemptsMade;
-    const { definition } = job;
-    const context = { jobId: job.id, attempt, isFinalAttempt: attempt >= definition.attempts };
+    states.set(delivery.deliveryId, 'active');
     try {
-      await runHandler(definition, job.data, context);
-      remember(job.key, COMPLETED_RETENTION_SECONDS);
+      await run(delivery);
+      finish(delivery, 'completed');
     } catch (error) {
-      const unrecoverable = error instanceof UnrecoverableJobError;
-      const fields = { err: error, job: definition.name, jobId: job.id, attempt, attempts: definition.attempts };
-      if (!unrecoverable && attempt < definition.attempts && !closed) {
-        const delay = backoffDelay(definition.backoffMs, attempt);
-        log.warn({ ...fields, retryInMs: delay }, `job failed, will retry: ${errorMessage(error)}`);
-        later(delay, () => push(job));
-      } else if (!unrecoverable && attempt < definition.attempts) {
-        log.warn(fields, `job failed while the queue was closing; its retry is dropped: ${errorMessage(error)}`);
-      } else {
-        log.error(fields, `job failed for good: ${errorMessage(error)}`);
-        remember(job.key, FAILED_RETENTION_SECONDS);
-      }
+      log.warn({ err: error, job: delivery.name, jobId: delivery.jobId }, `job delivery failed: ${errorMessage(error)}`);
+      finish(delivery, 'failed');
     }
   }
 
   return {
     kind: 'memory',
 
-    register(definition) {
-      if (started) throw new Error('Register jobs before starting the worker');
-      definitions.add(definition);
+    async deliver(delivery, deliverOptions = {}) {
+      if (closed) throw new Error('The job queue is closed');
+      if (states.has(delivery.deliveryId)) return;
+      const delayMs = Math.max(0, Math.round(deliverOptions.delayMs ?? 0));
+      if (delayMs === 0) return push(delivery);
+      states.set(delivery.deliveryId, 'delayed');
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        push(delivery);
+        notifyIfIdle();
+      }, delayMs);
+      timers.add(timer);
     },
 
-    async enqueue(name, payload, enqueueOptions = {}) {
-      if (closed) throw new Error('The job queue is closed');
-      const definition = definitions.get(name);
-      const { data, delayMs } = prepareEnqueue(definition, payload, enqueueOptions);
-      const id = enqueueOptions.jobId ?? randomUUID();
-      const key = `${name}\u0000${id}`;
-      const until = known.get(key);
-      if (until !== undefined && until > Date.now()) return { jobId: id };
-      if (known.size > 10_000) prune();
-      known.set(key, Number.POSITIVE_INFINITY);
-      schedule({ key, id, definition, data, attemptsMade: 0 }, delayMs);
-      return { jobId: id };
+    async state(deliveryId) {
+      return states.get(deliveryId) ?? 'missing';
     },
 
-    async startWorker() {
+    async startWorker(run) {
       if (closed) throw new Error('The job queue is closed');
-      started = true;
+      handler ??= run;
       pump();
     },
 
     drain(timeoutMs) {
       if (isIdle()) return Promise.resolve();
-      const ms = drainTimeout(timeoutMs);
+      const ms = timeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => {
           idleWaiters.delete(done);
@@ -171,11 +123,10 @@ export function createMemoryQueue(options: MemoryQueueOptions): JobQueue {
     async close() {
       if (closed) return;
       closed = true;
-      const dropped = ready.length + timers.size;
+      // Waiting deliveries are dropped; their jobs stay queued in the database for the next start.
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       ready.length = 0;
-      if (dropped > 0) log.warn({ dropped }, 'in-process queue closed with jobs still waiting; they are lost');
       await Promise.all([...running]);
       notifyIfIdle();
     },

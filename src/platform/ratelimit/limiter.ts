@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { createRedisClient, quitRedis } from '../redis.js';
+import { createRedisClient, quitRedis, waitForReady } from '../redis.js';
 import type { RateDecision, RateLimiter } from './port.js';
 import { type ParsedRate, parseRate } from './rates.js';
 
@@ -90,17 +90,4 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
       close: () => quitRedis(client),
     },
   );
-}
-
-/** Resolves when the client is ready or after `ms`, whichever comes first; never rejects. */
-function waitForReady(client: Redis, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      client.off('ready', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    client.once('ready', done);
-  });
 }

@@ -1,0 +1,428 @@
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { eq, sql } from 'drizzle-orm';
+import { Registry } from 'prom-client';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { testDatabase, truncateAll, type TestDatabase } from '../../../test/support/db.js';
+import { captureLog, type CapturedLog } from '../../../test/support/log.js';
+import { deleteKeys, testRedisUrl, uniquePrefix } from '../../../test/support/redis.js';
+import type { DbOrTx } from '../../db/client.js';
+import { currentRequestId, runWithRequestContext } from '../request-context.js';
+import { createBullmqQueue } from './bullmq.js';
+import { createJobSystem, type JobSystemSettings } from './job-system.js';
+import { type AnyJobDefinition, defineJob, JobPayloadError, UnrecoverableJobError } from './jobs.js';
+import * as repo from './jobs.repo.js';
+import { backgroundJobs, workerHeartbeats } from './jobs.table.js';
+import { createMemoryQueue } from './memory.js';
+import type { JobContext, JobFailure, JobQueue } from './port.js';
+
+/**
+ * The job system on each transport, on this worker's real database: the outbox, claims and
+ * fencing, retries with their hooks, and the reconciler re-driving what a crash or a lost queue
+ * stranded. Crashes are simulated at the database level here (a row left running by a process
+ * that no longer exists); job-system.faults.test.ts kills real worker processes.
+ */
+
+const prefixes: string[] = [];
+afterAll(async () => {
+  const url = testRedisUrl;
+  if (url) await Promise.all(prefixes.map((prefix) => deleteKeys(url, prefix)));
+});
+
+const transports = [
+  { kind: 'memory', skip: false, make: (log: CapturedLog) => createMemoryQueue({ concurrency: 2, log: log.log }) },
+  {
+    kind: 'bullmq',
+    skip: !testRedisUrl,
+    make: (log: CapturedLog, prefix = uniquePrefix('jobs')) => {
+      prefixes.push(prefix);
+      return createBullmqQueue({ url: testRedisUrl!, prefix, concurrency: 2, log: log.log });
+    },
+  },
+] as const;
+
+const SETTINGS: JobSystemSettings = {
+  leaseSeconds: 30,
+  // The tests call reconcile() themselves; the timer stays out of the way.
+  reconcileIntervalSeconds: 3600,
+  deliveryGraceSeconds: 0,
+  waitAlertSeconds: 30,
+  retentionDays: 7,
+  concurrency: 2,
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(20);
+  }
+}
+
+/** A pid that belonged to a process which has exited. */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(child.stdout);
+}
+
+describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
+  let database: TestDatabase;
+  const systems: Array<{ close(): Promise<void> }> = [];
+  let captured: CapturedLog;
+  const db = () => database.db;
+  const row = async (id: string) => (await db().select().from(backgroundJobs).where(eq(backgroundJobs.id, id)))[0]!;
+
+  function system<const Defs extends readonly AnyJobDefinition[]>(
+    definitions: Defs,
+    options: { queue?: JobQueue; settings?: Partial<JobSystemSettings>; registry?: Registry } = {},
+  ) {
+    captured ??= captureLog('debug');
+    const queue = options.queue ?? make(captured);
+    const jobs = createJobSystem(definitions, {
+      db: db(),
+      queue,
+      log: captured.log,
+      registry: options.registry ?? new Registry(),
+      settings: { ...SETTINGS, ...options.settings },
+    });
+    systems.push(jobs);
+    return jobs;
+  }
+
+  beforeEach(async () => {
+    database = await testDatabase();
+    await truncateAll(database);
+    captured = captureLog('debug');
+  });
+
+  afterEach(async () => {
+    for (const s of systems.splice(0)) await s.close();
+  });
+
+  describe.skipIf(skip)(kind, () => {
+    it('records a job in the caller transaction and runs it after commit with its payload and request id', async () => {
+      const seen: Array<{ payload: unknown; context: Omit<JobContext, 'signal'>; requestId?: string }> = [];
+      const jobs = system([
+        defineJob({
+          name: 'greet',
+          payload: z.object({ who: z.string(), times: z.number().int().default(1) }),
+          async handler(payload, { signal: _signal, ...context }) {
+            seen.push({ payload, context, requestId: currentRequestId() });
+          },
+        }),
+      ]);
+      await jobs.startWorker();
+      const job = await runWithRequestContext({ requestId: 'req-42' }, () =>
+        db().transaction((tx) => jobs.record(tx, 'greet', { who: 'Ada' })),
+      );
+      expect(await row(job.id)).toMatchObject({ state: 'queued', deliveredAt: null, requestId: 'req-42', maxAttempts: 3 });
+      await jobs.dispatch([job]);
+      await jobs.drain(10_000);
+      expect(seen).toEqual([
+        { payload: { who: 'Ada', times: 1 }, context: { jobId: job.id, attempt: 1, isFinalAttempt: false }, requestId: 'req-42' },
+      ]);
+      expect(await row(job.id)).toMatchObject({ state: 'done', attempts: 1, leaseUntil: null });
+      const outcome = captured.lines().find((l) => l.msg === 'job completed');
+      expect(outcome).toMatchObject({ job: 'greet', jobId: job.id, requestId: 'req-42', attempt: 1 });
+    });
+
+    it('a job recorded in a transaction that rolls back never exists and never runs', async () => {
+      let runs = 0;
+      const jobs = system([defineJob({ name: 'never', payload: z.object({}), handler: async () => void (runs += 1) })]);
+      await jobs.startWorker();
+      await expect(
+        db().transaction(async (tx) => {
+          await jobs.record(tx, 'never', {});
+          throw new Error('the change failed');
+        }),
+      ).rejects.toThrow('the change failed');
+      expect(await jobs.reconcile()).toEqual({ delivered: 0, redriven: 0, failed: 0 });
+      await jobs.drain(5_000);
+      expect(runs).toBe(0);
+      expect(await db().select().from(backgroundJobs)).toEqual([]);
+    });
+
+    it('refuses an invalid payload or an unknown job when recording, and records nothing', async () => {
+      const jobs = system([defineJob({ name: 'count', payload: z.object({ n: z.number().int().positive() }), handler: async () => {} })]);
+      // @ts-expect-error -- the job list types the payload
+      await expect(jobs.enqueue('count', { n: 'one' })).rejects.toBeInstanceOf(JobPayloadError);
+      await expect(jobs.enqueue('count', { n: -1 })).rejects.toThrow(/n: /);
+      // @ts-expect-error -- and the job name
+      await expect(jobs.enqueue('nope', { n: 1 })).rejects.toThrow(/Unknown job "nope"/);
+      expect(await db().select().from(backgroundJobs)).toEqual([]);
+    });
+
+    it('runs a job once per id, however often it is recorded or dispatched', async () => {
+      let runs = 0;
+      const jobs = system([defineJob({ name: 'once', payload: z.object({}), handler: async () => void (runs += 1) })]);
+      await jobs.startWorker();
+      const id = randomUUID();
+      const first = await jobs.enqueue('once', {}, { id });
+      await jobs.enqueue('once', {}, { id });
+      await jobs.dispatch([first, first]);
+      await jobs.drain(10_000);
+      await jobs.enqueue('once', {}, { id });
+      await jobs.drain(10_000);
+      expect(runs).toBe(1);
+      expect(await row(id)).toMatchObject({ state: 'done', attempts: 1 });
+    });
+
+    it('retries with exponential backoff, updates the domain in the same transaction, and gives up after the budget', async () => {
+      const calls: string[] = [];
+      const ranAt: number[] = [];
+      const contexts: Array<{ attempt: number; isFinalAttempt: boolean }> = [];
+      const jobs = system([
+        defineJob({
+          name: 'flaky',
+          payload: z.object({ n: z.number() }),
+          attempts: 3,
+          backoffMs: 100,
+          async handler(_payload, context) {
+            ranAt.push(Date.now());
+            contexts.push({ attempt: context.attempt, isFinalAttempt: context.isFinalAttempt });
+            throw new Error(`boom ${context.attempt}`);
+          },
+          async onRetry(tx: DbOrTx, payload, failure: JobFailure) {
+            // Inside the transaction that queues the next attempt: the job is already queued again.
+            const [current] = await tx.select().from(backgroundJobs);
+            calls.push(`retry ${payload.n} ${failure.reason} ${(failure.error as Error).message} ${current!.state}`);
+          },
+          async onGiveUp(tx: DbOrTx, payload, failure: JobFailure) {
+            const [current] = await tx.select().from(backgroundJobs);
+            calls.push(`give up ${payload.n} ${failure.reason} ${(failure.error as Error).message} ${current!.state}`);
+          },
+        }),
+      ]);
+      await jobs.startWorker();
+      const job = await jobs.enqueue('flaky', { n: 7 });
+      await jobs.drain(10_000);
+      expect(contexts).toEqual([
+        { attempt: 1, isFinalAttempt: false },
+        { attempt: 2, isFinalAttempt: false },
+        { attempt: 3, isFinalAttempt: true },
+      ]);
+      expect(ranAt[1]! - ranAt[0]!).toBeGreaterThanOrEqual(90);
+      expect(ranAt[2]! - ranAt[1]!).toBeGreaterThanOrEqual(190);
+      expect(calls).toEqual(['retry 7 failed boom 1 queued', 'retry 7 failed boom 2 queued', 'give up 7 failed boom 3 failed']);
+      expect(await row(job.id)).toMatchObject({ state: 'failed', attempts: 3, lastError: 'boom 3', redriven: 0 });
+      const levels = captured.lines().filter((l) => l.jobId === job.id && /job failed/.test(l.msg ?? '')).map((l) => l.level);
+      expect(levels).toEqual([40, 40, 50]);
+    });
+
+    it('an UnrecoverableJobError gives up at once', async () => {
+      let runs = 0;
+      const reasons: string[] = [];
+      const jobs = system([
+        defineJob({
+          name: 'refused',
+          payload: z.object({}),
+          async handler() {
+            runs += 1;
+            throw new UnrecoverableJobError('not allowed');
+          },
+          onGiveUp: async (_tx, _payload, failure) => void reasons.push(failure.reason),
+        }),
+      ]);
+      await jobs.startWorker();
+      const job = await jobs.enqueue('refused', {});
+      await jobs.drain(10_000);
+      expect(runs).toBe(1);
+      expect(reasons).toEqual(['failed']);
+      expect(await row(job.id)).toMatchObject({ state: 'failed', attempts: 1, lastError: 'not allowed' });
+    });
+
+    it('a stored payload that no longer validates fails without running the handler', async () => {
+      let runs = 0;
+      const jobs = system([defineJob({ name: 'strict', payload: z.object({ n: z.number() }), handler: async () => void (runs += 1) })]);
+      const job = await db().transaction((tx) => jobs.record(tx, 'strict', { n: 1 }));
+      // As when the producer ran other code than the worker.
+      await db().update(backgroundJobs).set({ payload: { n: 'one' } }).where(eq(backgroundJobs.id, job.id));
+      await jobs.startWorker();
+      await jobs.dispatch([job]);
+      await jobs.drain(10_000);
+      expect(runs).toBe(0);
+      expect(await row(job.id)).toMatchObject({ state: 'failed', lastError: 'invalid' });
+    });
+
+    it('a stale delivery (an id that is no longer the job\u2019s) changes nothing', async () => {
+      let runs = 0;
+      const jobs = system([defineJob({ name: 'fenced', payload: z.object({}), handler: async () => void (runs += 1) })]);
+      await jobs.startWorker();
+      const job = await db().transaction((tx) => jobs.record(tx, 'fenced', {}));
+      await jobs.dispatch([{ ...job, deliveryId: randomUUID() }]);
+      await jobs.queue.drain(10_000);
+      expect(runs).toBe(0);
+      expect(await row(job.id)).toMatchObject({ state: 'queued', attempts: 0 });
+      await jobs.dispatch([job]);
+      await jobs.drain(10_000);
+      expect(runs).toBe(1);
+    });
+
+    it('the reconciler delivers a job whose dispatch never happened (the process died after commit)', async () => {
+      let runs = 0;
+      const jobs = system([defineJob({ name: 'outbox', payload: z.object({}), handler: async () => void (runs += 1) })]);
+      const job = await db().transaction((tx) => jobs.record(tx, 'outbox', {}));
+      // Younger than the outbox grace: the request that recorded it may still be dispatching it.
+      expect((await jobs.reconcile())!.delivered).toBe(0);
+      await db().update(backgroundJobs).set({ updatedAt: sql`now() - interval '1 minute'` }).where(eq(backgroundJobs.id, job.id));
+      await jobs.startWorker();
+      await jobs.drain(10_000);
+      expect(runs).toBe(1);
+      expect(await row(job.id)).toMatchObject({ state: 'done', redriven: 0 });
+    });
+
+    it('re-drives a job whose delivery was lost from the queue under a fresh delivery id; the old one is dropped', async () => {
+      let runs = 0;
+      const definitions = [defineJob({ name: 'lost', payload: z.object({}), handler: async () => void (runs += 1) })];
+      const first = system(definitions);
+      const job = await first.enqueue('lost', {});
+      expect(await first.queue.state(job.deliveryId)).toBe('waiting');
+      // The queue loses its data (Redis flushed / the embedded process restarted): a new transport
+      // knows nothing of the delivery.
+      const jobs = system(definitions);
+      await jobs.startWorker();
+      await jobs.drain(10_000);
+      expect(runs).toBe(1);
+      const after = await row(job.id);
+      expect(after).toMatchObject({ state: 'done', redriven: 1 });
+      expect(after.deliveryId).not.toBe(job.deliveryId);
+      // The first transport still holds the old delivery: when it runs, the claim refuses it.
+      await first.startWorker();
+      await first.queue.drain(10_000);
+      expect(runs).toBe(1);
+      expect(captured.lines().some((l) => l.msg === 'stale or duplicate delivery ignored')).toBe(true);
+    });
+
+    it('a delivery still waiting on the queue is left alone', async () => {
+      const jobs = system([defineJob({ name: 'patient', payload: z.object({}), handler: async () => {} })]);
+      const job = await jobs.enqueue('patient', {});
+      expect(await jobs.reconcile()).toEqual({ delivered: 0, redriven: 0, failed: 0 });
+      expect(await row(job.id)).toMatchObject({ deliveryId: job.deliveryId, redriven: 0 });
+      expect((await row(job.id)).checkedAt).not.toBeNull();
+    });
+
+    it('re-drives a run whose lease ran out, spends the attempt, and gives up when the budget is spent', async () => {
+      const events: string[] = [];
+      const jobs = system([
+        defineJob({
+          name: 'leased',
+          payload: z.object({}),
+          attempts: 2,
+          handler: async (_p, context) => void events.push(`run ${context.attempt}`),
+          onRetry: async (_tx, _p, failure) => void events.push(`retry ${failure.reason}`),
+          onGiveUp: async (_tx, _p, failure) => void events.push(`give up ${failure.reason}`),
+        }),
+      ]);
+      const crashed = await db().transaction((tx) => jobs.record(tx, 'leased', {}));
+      const spent = await db().transaction((tx) => jobs.record(tx, 'leased', {}));
+      // Both were claimed by a worker that died mid-run; `spent` was on its last attempt.
+      await repo.claimJob(db(), crashed.id, crashed.deliveryId, 'gone-worker', 30);
+      await repo.claimJob(db(), spent.id, spent.deliveryId, 'gone-worker', 30);
+      await db().update(backgroundJobs).set({ attempts: 2 }).where(eq(backgroundJobs.id, spent.id));
+      expect((await jobs.reconcile())!.redriven).toBe(0);
+      await db().update(backgroundJobs).set({ leaseUntil: sql`now() - interval '1 second'` });
+      await jobs.startWorker();
+      await jobs.drain(10_000);
+      expect(events.sort()).toEqual(['give up lease_expired', 'retry lease_expired', 'run 2']);
+      expect(await row(crashed.id)).toMatchObject({ state: 'done', attempts: 2, redriven: 1 });
+      expect(await row(spent.id)).toMatchObject({ state: 'failed', attempts: 2, lastError: 'lease_expired' });
+    });
+
+    it('a run longer than its lease keeps it by renewing, and is not re-driven', async () => {
+      let runs = 0;
+      const jobs = system(
+        [
+          defineJob({
+            name: 'long',
+            payload: z.object({}),
+            async handler() {
+              runs += 1;
+              await sleep(2500);
+            },
+          }),
+        ],
+        { settings: { leaseSeconds: 1 } },
+      );
+      await jobs.startWorker();
+      const job = await jobs.enqueue('long', {});
+      await until(async () => (await row(job.id)).state === 'running');
+      for (let i = 0; i < 4; i += 1) {
+        await sleep(500);
+        expect((await jobs.reconcile())!.redriven).toBe(0);
+      }
+      await jobs.drain(10_000);
+      expect(runs).toBe(1);
+      expect(await row(job.id)).toMatchObject({ state: 'done', redriven: 0 });
+    });
+
+    it('a run that lost its lease to a re-drive is told through its signal', async () => {
+      let aborted = false;
+      const jobs = system(
+        [
+          defineJob({
+            name: 'usurped',
+            payload: z.object({}),
+            async handler(_p, context) {
+              if (context.attempt > 1) return;
+              await until(() => context.signal.aborted, 5000).catch(() => undefined);
+              aborted = context.signal.aborted;
+            },
+          }),
+        ],
+        { settings: { leaseSeconds: 1 } },
+      );
+      await jobs.startWorker();
+      const job = await jobs.enqueue('usurped', {});
+      await until(async () => (await row(job.id)).state === 'running');
+      // Another reconciler re-drove it (as if this run had hung past its lease).
+      await repo.requeueJob(db(), job.id, { deliveryId: job.deliveryId, state: 'running' }, { deliveryId: randomUUID(), delayMs: 60_000, redrive: true });
+      await until(() => aborted, 5000);
+      expect(captured.lines().some((l) => /lost its lease/.test(l.msg ?? ''))).toBe(true);
+    });
+
+    it('at start-up, ends at once the runs of dead workers of this host', async () => {
+      let runs = 0;
+      const jobs = system([defineJob({ name: 'orphan', payload: z.object({}), handler: async () => void (runs += 1) })]);
+      const job = await db().transaction((tx) => jobs.record(tx, 'orphan', {}));
+      const dead = { id: `${hostname()}:dead`, hostname: hostname(), pid: deadPid(), concurrency: 1 };
+      await repo.beat(db(), dead);
+      await repo.claimJob(db(), job.id, job.deliveryId, dead.id, 3600);
+      await jobs.startWorker();
+      await jobs.drain(10_000);
+      expect(runs).toBe(1);
+      expect(await row(job.id)).toMatchObject({ state: 'done', attempts: 2, redriven: 1 });
+      const beats = await db().select().from(workerHeartbeats);
+      expect(beats.map((b) => b.id)).toEqual([jobs.workerId]);
+    });
+
+    it('reports counts, the oldest wait and live workers as metrics, and fails the workers check when jobs wait with none alive', async () => {
+      const registry = new Registry();
+      const jobs = system([defineJob({ name: 'metered', payload: z.object({}), handler: async () => {} })], {
+        registry,
+        settings: { waitAlertSeconds: 5 },
+      });
+      const waiting = await jobs.enqueue('metered', {});
+      await jobs.enqueue('metered', {}, { delayMs: 60_000 });
+      await db().update(backgroundJobs).set({ runAfter: sql`now() - interval '10 seconds'` }).where(eq(backgroundJobs.id, waiting.id));
+      await expect(jobs.checkWorkers()).rejects.toThrow(/no worker is alive/);
+      let text = await registry.metrics();
+      expect(text).toContain('queue_jobs{queue="metered",state="waiting"} 1');
+      expect(text).toContain('queue_jobs{queue="metered",state="delayed"} 1');
+      expect(text).toMatch(/queue_oldest_waiting_seconds\{queue="metered"\} (9|1\d)\./);
+      expect(text).toContain('queue_workers_live 0');
+      await jobs.startWorker();
+      await until(async () => (await row(waiting.id)).state === 'done');
+      await expect(jobs.checkWorkers()).resolves.toBeUndefined();
+      await sleep(600); // past the one-scrape cache
+      text = await registry.metrics();
+      expect(text).toContain('queue_jobs{queue="metered",state="waiting"} 0');
+      expect(text).toContain('queue_workers_live 1');
+      expect(text).toContain('queue_jobs_completed_total{queue="metered"} 1');
+      expect(text).toMatch(/queue_job_duration_seconds_count\{queue="metered",outcome="completed"\} 1/);
+    });
+  });
+});
