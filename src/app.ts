@@ -94,6 +94,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     database: () => deps.database.ping(),
     ...(config.REDIS_URL ? { redis: async () => void (await Promise.all([deps.queue.ping(), deps.pubsub.ping()])) } : {}),
     storage: () => deps.storage.ping(),
+    // A process that runs no worker reports whether anyone runs the jobs it queues.
+    ...(config.runWorkerInProcess ? {} : { workers: () => deps.jobs.checkWorkers() }),
   });
   // Local storage: the app serves the signed upload/download URLs itself (the signature is the
   // credential, so these routes sit outside the authenticated API context).

@@ -1,10 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/support/app.js';
 import { startTestS3, type TestS3 } from '../../test/support/s3.js';
 import { loadConfig } from '../config/env.js';
 import { testRedisUrl } from '../../test/support/redis.js';
+import { backgroundJobs } from './queue/jobs.table.js';
 
 /** The composition root picks every adapter from configuration, and /readyz checks them. */
+
+describe('an API process without a worker', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ RUN_WORKER_IN_PROCESS: 'false', JOB_WAIT_ALERT_SECONDS: '30' }, {}, { startWorker: false });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('reports in /readyz and /metrics when jobs wait with no live worker, and recovers once one runs', async () => {
+    const job = await t.deps.jobs.enqueue('documents.ingest', { taskId: randomUUID() });
+    expect((await t.get('/readyz')).json().checks.workers).toBe('ok');
+    // The job has waited longer than JOB_WAIT_ALERT_SECONDS.
+    await t.deps.database.db.update(backgroundJobs).set({ runAfter: sql`now() - interval '31 seconds'` });
+    const unready = await t.get('/readyz');
+    expect(unready.statusCode).toBe(503);
+    expect(unready.json()).toMatchObject({ status: 'unavailable', checks: { workers: 'failed', database: 'ok' } });
+    const metrics = (await t.get('/metrics')).body;
+    expect(metrics).toContain('queue_jobs{queue="documents.ingest",state="waiting"} 1');
+    expect(metrics).toMatch(/queue_oldest_waiting_seconds\{queue="documents.ingest"\} 3\d/);
+    expect(metrics).toContain('queue_workers_live 0');
+
+    await t.deps.jobs.startWorker();
+    await t.deps.jobs.drain();
+    const ready = await t.get('/readyz');
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json().checks.workers).toBe('ok');
+    // The task id named no task: the job completes without doing anything.
+    const [row] = await t.deps.database.db.select().from(backgroundJobs);
+    expect(row).toMatchObject({ id: job.id, state: 'done' });
+  });
+});
 
 describe('default infrastructure', () => {
   let t: TestApp;
@@ -30,7 +66,7 @@ describe('default infrastructure', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       status: 'ok',
-      checks: { database: 'ok', storage: 'ok', ...(testRedisUrl ? { redis: 'ok' } : {}) },
+      checks: { database: 'ok', storage: 'ok', ...(testRedisUrl ? { redis: 'ok', workers: 'ok' } : {}) },
     });
   });
 

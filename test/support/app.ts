@@ -58,8 +58,12 @@ export function testConfig(env: Record<string, string> = {}): Config {
 /** Test-provided dependencies (the database is always this worker's). */
 export type TestOverrides = Omit<DepsOverrides, 'database'>;
 
-/** Builds the real app on this worker's database. */
-export async function createTestApp(env: Record<string, string> = {}, overrides: TestOverrides = {}): Promise<TestApp> {
+/** Builds the real app on this worker's database; `startWorker: false` leaves it without a job worker. */
+export async function createTestApp(
+  env: Record<string, string> = {},
+  overrides: TestOverrides = {},
+  options: { startWorker?: boolean } = {},
+): Promise<TestApp> {
   const config = testConfig(env);
   const database = await testDatabase();
   const log = pino({ level: config.LOG_LEVEL });
@@ -67,7 +71,7 @@ export async function createTestApp(env: Record<string, string> = {}, overrides:
   const app = await buildApp(deps);
   await app.ready();
   // As in the embedded server: jobs run in this process, so tests can enqueue and `drain()`.
-  await deps.jobs.startWorker();
+  if (options.startWorker ?? true) await deps.jobs.startWorker();
 
   const request: TestApp['request'] = (method, url, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };
