@@ -23,6 +23,7 @@ import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
 import { registerAuthentication } from './platform/auth.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHealth } from './platform/health.js';
+import { registerIdempotency } from './platform/idempotency/idempotency.js';
 import { registerMetrics } from './platform/metrics.js';
 import { runWithRequestContext } from './platform/request-context.js';
 import { isLocalStorage } from './platform/storage/local.js';
@@ -107,6 +108,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   await app.register(async (api) => {
     registerAuthentication(api, services.auth.verifyToken);
+    // After authentication (keys belong to the user); routes opt in with config.idempotent.
+    registerIdempotency(api, { db: deps.database.db, ttlSeconds: config.IDEMPOTENCY_TTL_SECONDS });
     await api.register(authRoutes, { auth: services.auth });
     await api.register(usersRoutes, { users: services.users });
     await api.register(workspacesRoutes, { workspaces: services.workspaces });

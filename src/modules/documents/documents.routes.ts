@@ -30,13 +30,13 @@ export const documentsRoutes: FastifyPluginAsyncZod<{ documents: DocumentsServic
 
   app.post(
     `${base}/upload/`,
-    { schema: { tags, params: workspaceParams, body: uploadBody, response: { 201: uploadOut } } },
+    { schema: { tags, params: workspaceParams, body: uploadBody, response: { 201: uploadOut } }, config: { idempotent: true } },
     async (request, reply) => reply.code(201).send(await documents.upload(currentUser(request).id, request.params.ws, request.body)),
   );
 
   app.post(
     `${base}/from-url/`,
-    { schema: { tags, params: workspaceParams, body: fromUrlBody, response: { 202: fromUrlOut } } },
+    { schema: { tags, params: workspaceParams, body: fromUrlBody, response: { 202: fromUrlOut } }, config: { idempotent: true } },
     async (request, reply) => reply.code(202).send(await documents.fromUrl(currentUser(request).id, request.params.ws, request.body)),
   );
 

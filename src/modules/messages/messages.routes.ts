@@ -148,7 +148,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
 
   app.post(
     `${base}/`,
-    { schema: { ...sendSchema, response: { 201: messageOut, 202: asyncSendOut } } },
+    { schema: { ...sendSchema, response: { 201: messageOut, 202: asyncSendOut } }, config: { idempotent: true } },
     async (request, reply) => {
       const { ws, session } = request.params;
       const input = request.isMultipart() ? multipartParts(request) : requireBody(request.body);
