@@ -18,6 +18,7 @@ import type { RateLimiter } from './platform/ratelimit/port.js';
 import { createLocalStorage } from './platform/storage/local.js';
 import type { ObjectStorage } from './platform/storage/port.js';
 import { createS3Storage } from './platform/storage/s3.js';
+import { deleteExpiredIdempotencyKeys } from './platform/idempotency/idempotency.js';
 import { createMetrics, type Metrics } from './platform/metrics.js';
 import { createAuthService } from './modules/auth/auth.service.js';
 import { createCreditService } from './modules/billing/credit.service.js';
@@ -292,6 +293,7 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
       retentionDays: config.JOB_RETENTION_DAYS,
       concurrency: config.WORKER_CONCURRENCY,
     },
+    maintenance: [{ name: 'expired idempotency keys', run: () => deleteExpiredIdempotencyKeys(database.db, 10_000) }],
   });
   const base = { config, log, database, mailer, catalog, plans, queue, jobs, pubsub, limiter, storage };
   const deps: Deps = {
