@@ -59,8 +59,11 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
     defaultJobOptions: { attempts: 1, removeOnComplete: KEEP_COMPLETED, removeOnFail: KEEP_FAILED },
   });
   queue.on('error', (error: Error) => log.warn({ err: error }, 'job queue error'));
-  // Commands fail at once while disconnected; a call made while (re)connecting waits for it, briefly.
-  const ready = () => waitForReady(connection, commandTimeoutMs);
+  // Commands fail at once while disconnected. Only the very first connection is waited for
+  // (briefly), so that a process does not fail its first calls just because it has just started.
+  let connectedOnce = false;
+  connection.once('ready', () => (connectedOnce = true));
+  const ready = () => (connectedOnce ? Promise.resolve() : waitForReady(connection, commandTimeoutMs));
   let worker: Worker | undefined;
   let workerConnection: ReturnType<typeof createRedisClient> | undefined;
   let closed = false;
