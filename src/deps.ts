@@ -123,7 +123,9 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
       : createMemoryPubSub({ log: log.child({ module: 'pubsub' }) }));
   const limiter =
     overrides.limiter ??
-    (redis ? createRedisRateLimiter({ url: redis, prefix, log: log.child({ module: 'ratelimit' }) }) : createMemoryRateLimiter());
+    (redis
+      ? createRedisRateLimiter({ url: redis, prefix, commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, log: log.child({ module: 'ratelimit' }) })
+      : createMemoryRateLimiter());
   const storage =
     overrides.storage ??
     (config.STORAGE_BACKEND === 's3'
@@ -257,6 +259,8 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
       url: config.DATABASE_URL,
       pgliteDir: `${config.DATA_DIR}/db`,
       poolSize: config.DATABASE_POOL_SIZE,
+      connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+      queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
     }));
   if (ownsDatabase) await runMigrations(database, config.DATABASE_URL);
 
