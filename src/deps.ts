@@ -119,7 +119,7 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
   const pubsub =
     overrides.pubsub ??
     (redis
-      ? createRedisPubSub({ url: redis, prefix, log: log.child({ module: 'pubsub' }) })
+      ? createRedisPubSub({ url: redis, prefix, commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, log: log.child({ module: 'pubsub' }) })
       : createMemoryPubSub({ log: log.child({ module: 'pubsub' }) }));
   const limiter =
     overrides.limiter ??
