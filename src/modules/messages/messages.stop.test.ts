@@ -14,7 +14,7 @@ import {
   waitUntil,
 } from '../../../test/support/chat.js';
 import { creditReservations } from '../billing/billing.table.js';
-import { GENERIC_MODEL_FAILURE } from './messages.service.js';
+import { GENERIC_MODEL_FAILURE, GENERIC_REPLY_FAILURE } from './messages.service.js';
 
 // Heartbeats every 50 ms: slow replies below always carry a few `: ping` comments.
 const { t, fake } = useChatTestApp({ SSE_HEARTBEAT_SECONDS: '0.05' });
@@ -209,7 +209,7 @@ describe('a model that fails mid-stream', () => {
 });
 
 describe('a failure outside the model call', () => {
-  it('an attachment gone from storage ends the stream with the generic error and releases the credit', async () => {
+  it('an attachment gone from storage ends the stream with the generic reply error (not the model one) and releases the credit', async () => {
     const w = await chatWorld(t);
     const form = new FormData();
     form.append('content', 'Read this');
@@ -221,7 +221,7 @@ describe('a failure outside the model call', () => {
     const calls = fake.requests.length;
 
     const { events } = await injectStream(t, `${w.base}regenerate/stream/`, { user_message_id: question!.id }, w.alice);
-    expect(events).toEqual([{ event: 'error', data: { detail: GENERIC_MODEL_FAILURE } }]);
+    expect(events).toEqual([{ event: 'error', data: { detail: GENERIC_REPLY_FAILURE } }]);
     expect(fake.requests.length).toBe(calls);
     expect(await openReservations(w.ws.id)).toEqual([]);
   });
