@@ -19,6 +19,10 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port (empty: nothing is persisted) and waits until it answers. */
   start(): Promise<void>;
+  /** SIGSTOP: connections stay open but nothing answers, as a hung server or a cut network. */
+  pause(): void;
+  /** SIGCONT after `pause()`. */
+  resume(): void;
   /** Stops it and removes its directory. */
   close(): Promise<void>;
 }
@@ -70,7 +74,10 @@ export async function startRedisServer(): Promise<RedisServer> {
     url: `redis://127.0.0.1:${port}`,
     stop,
     start,
+    pause: () => void child?.kill('SIGSTOP'),
+    resume: () => void child?.kill('SIGCONT'),
     async close() {
+      child?.kill('SIGCONT');
       await stop();
       rmSync(dir, { recursive: true, force: true });
     },

@@ -1,4 +1,5 @@
 import { eq } from 'drizzle-orm';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createTestApp } from '../../../test/support/app.js';
 import { recordUsage } from '../../../test/support/billing.js';
@@ -137,6 +138,42 @@ describe('stop', () => {
       await second.close();
     }
   });
+
+  it.skipIf(!process.env.TEST_REDIS_URL)(
+    'a stop sent to another instance before the stream starts is kept in Redis and honoured when it starts',
+    async () => {
+      const second = await createTestApp({ ...fake.env, THROTTLE_CHAT_MESSAGES: '10000/minute', REDIS_PREFIX: t.config.REDIS_PREFIX });
+      const redis = new Redis(process.env.TEST_REDIS_URL!);
+      try {
+        const w = await chatWorld(t);
+        const url = await listenUrl(t.app);
+        // The client read X-Stream-Id and stopped at once; its stop reached instance B first.
+        expect((await second.post(`${w.base}stream/stop/`, { stream_id: 'early-remote' }, w.alice)).statusCode).toBe(202);
+        // Held in Redis, not in B's memory: instance A can see it.
+        const retainedKey = `${t.config.REDIS_PREFIX}:retained:chat-stream-stop:${w.chat.id}:early-remote`;
+        expect(await redis.exists(retainedKey)).toBe(1);
+        expect(await redis.pttl(retainedKey)).toBeGreaterThan(0);
+
+        fake.enqueue(slowReply());
+        const stream = await openHttpStream(url, `${w.base}stream/`, { as: w.alice, body: { content: 'Too late', stream_id: 'early-remote' } });
+        expect(stream.status).toBe(200);
+        await stream.ended;
+        expect(stream.events().at(-1)).toMatchObject({ event: 'done', data: { stopped: true } });
+        expect(deltaText(stream.events()).length).toBeLessThan(slowReply().text.length);
+        // Honoured once: the retained stop is gone and a reuse of the stream id runs to the end.
+        await waitUntil(async () => (await redis.exists(retainedKey)) === 0);
+        // Stopped before it reached the model, usually: drop the reply it did not take.
+        fake.reset();
+        fake.enqueue({ text: 'Runs fully' });
+        const reused = await injectStream(t, `${w.base}stream/`, { content: 'Again', stream_id: 'early-remote' }, w.alice);
+        expect(reused.done).toMatchObject({ stopped: false });
+        expect(deltaText(reused.events)).toBe('Runs fully');
+      } finally {
+        redis.disconnect();
+        await second.close();
+      }
+    },
+  );
 });
 
 describe('a client that goes away', () => {
