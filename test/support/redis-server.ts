@@ -37,7 +37,11 @@ export async function startRedisServer(): Promise<RedisServer> {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', ''];
     const spawned = spawn('redis-server', args, { stdio: 'ignore' });
     child = spawned;
+    // A test process that ends without close() (a hook timed out) must not leave it running.
+    const orphanGuard = () => spawned.kill('SIGKILL');
+    process.once('exit', orphanGuard);
     spawned.once('exit', () => {
+      process.off('exit', orphanGuard);
       if (child === spawned) child = undefined;
     });
     const deadline = Date.now() + 10_000;
