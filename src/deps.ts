@@ -127,11 +127,13 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
   const pubsub =
     overrides.pubsub ??
     (redis
-      ? createRedisPubSub({ url: redis, prefix, log: log.child({ module: 'pubsub' }) })
+      ? createRedisPubSub({ url: redis, prefix, commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, log: log.child({ module: 'pubsub' }) })
       : createMemoryPubSub({ log: log.child({ module: 'pubsub' }) }));
   const limiter =
     overrides.limiter ??
-    (redis ? createRedisRateLimiter({ url: redis, prefix, log: log.child({ module: 'ratelimit' }) }) : createMemoryRateLimiter());
+    (redis
+      ? createRedisRateLimiter({ url: redis, prefix, commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, log: log.child({ module: 'ratelimit' }) })
+      : createMemoryRateLimiter());
   const storage =
     overrides.storage ??
     (config.STORAGE_BACKEND === 's3'
@@ -268,6 +270,8 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
       url: config.DATABASE_URL,
       pgliteDir: `${config.DATA_DIR}/db`,
       poolSize: config.DATABASE_POOL_SIZE,
+      connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+      queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
     }));
   if (ownsDatabase) await runMigrations(database, config.DATABASE_URL);
 

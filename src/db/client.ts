@@ -28,15 +28,39 @@ export interface DatabaseOptions {
   /** PGlite data directory; `memory://` keeps it in memory (tests). */
   pgliteDir?: string;
   poolSize?: number;
+  /**
+   * Longest wait for a connection, new or from a full pool (DATABASE_CONNECT_TIMEOUT_MS). Past it
+   * the query fails ("timeout exceeded when trying to connect"), which the error handler answers
+   * with 503. Default 2000 ms.
+   */
+  connectTimeoutMs?: number;
+  /**
+   * Client-side limit of one query (DATABASE_QUERY_TIMEOUT_MS): a server that stops answering
+   * (partition, hung host) fails the query instead of holding the request. Default 30,000 ms.
+   */
+  queryTimeoutMs?: number;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  if (options.url) return openPostgres(options.url, options.poolSize ?? 10);
+  if (options.url) return openPostgres(options.url, options);
   return openPglite(options.pgliteDir ?? 'memory://');
 }
 
-function openPostgres(url: string, poolSize: number): Database {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+/**
+ * A pg pool with bounded waits. When PostgreSQL goes away, the clients whose connections broke
+ * are dropped from the pool (pg-pool removes a client that errors, idle or busy) and the next
+ * query opens a new connection, so the service recovers by itself once the server is back.
+ */
+function openPostgres(url: string, options: DatabaseOptions): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
+    query_timeout: options.queryTimeoutMs ?? 30_000,
+    // TCP keepalive notices a peer that vanished without closing (host down, network cut).
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => undefined);
   const db = drizzlePg(pool) as unknown as Db;

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
-import { AppError, type FieldErrors } from './errors.js';
+import { AppError, type FieldErrors, ServiceUnavailableError } from './errors.js';
+import { describeDependencyFault } from './faults.js';
 
 /** Body of every error response. */
 export interface ErrorBody {
@@ -73,6 +74,15 @@ export function registerErrorHandler(app: FastifyInstance): void {
     }
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
       return sendError(reply, error.statusCode, { detail: 'Bad request.', code: 'bad_request' });
+    }
+    // PostgreSQL or Redis cannot be reached: the client should retry, nothing is broken. Only the
+    // driver's code and message are logged; Drizzle's wrapper holds the SQL and its parameters.
+    const fault = describeDependencyFault(error);
+    if (fault) {
+      request.log.warn({ fault }, 'dependency unavailable');
+      const unavailable = new ServiceUnavailableError();
+      reply.headers(unavailable.headers!);
+      return sendError(reply, unavailable.status, { detail: unavailable.detail, code: unavailable.code });
     }
     request.log.error({ err: error }, 'unhandled error');
     return sendError(reply, 500, { detail: 'Internal server error.', code: 'server_error' });

@@ -85,8 +85,14 @@ export class ThrottledError extends AppError {
   }
 }
 
+/** Seconds a 503 asks the client to wait before retrying (`Retry-After`). */
+export const RETRY_AFTER_SECONDS = 5;
+
+export const SERVICE_UNAVAILABLE_DETAIL = 'Service temporarily unavailable, please retry.';
+
+/** 503 with `Retry-After`: a dependency is down or a feature is not configured on this server. */
 export class ServiceUnavailableError extends AppError {
-  constructor(detail = 'Service temporarily unavailable, please retry.', code = 'service_unavailable') {
-    super(503, code, detail);
+  constructor(detail = SERVICE_UNAVAILABLE_DETAIL, code = 'service_unavailable', retryAfterSeconds = RETRY_AFTER_SECONDS) {
+    super(503, code, detail, undefined, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
   }
 }

@@ -3,6 +3,13 @@ import { z } from 'zod';
 
 export type ReadinessCheck = () => Promise<void>;
 
+/**
+ * A check that has not answered by then has failed: the checks run in parallel, so `/readyz`
+ * answers within about this long even when PostgreSQL or Redis hangs (load balancers give up
+ * after a few seconds).
+ */
+const CHECK_TIMEOUT_MS = 2500;
+
 const readyOut = z.object({
   status: z.enum(['ok', 'unavailable']),
   checks: z.record(z.string(), z.enum(['ok', 'failed'])),
@@ -23,7 +30,7 @@ export function registerHealth(app: FastifyInstance, checks: Record<string, Read
       const entries = await Promise.all(
         Object.entries(checks).map(async ([name, check]) => {
           try {
-            await withTimeout(check(), 3000);
+            await withTimeout(check(), CHECK_TIMEOUT_MS);
             return [name, 'ok'] as const;
           } catch (error) {
             request.log.warn({ err: error, check: name }, 'readiness check failed');

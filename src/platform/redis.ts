@@ -19,6 +19,25 @@ export function createRedisClient(url: string, log: Logger, role: string, option
   return client;
 }
 
+/**
+ * Resolves true once the client is ready, or false after `ms` (never rejects). For connections
+ * without an offline queue, whose commands fail at once while not connected: a fresh process
+ * waits this long for its first connection instead of failing its very first commands.
+ */
+export function whenReady(client: Redis, ms: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ready: boolean) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      resolve(ready);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), ms);
+    client.once('ready', onReady);
+  });
+}
+
 /** Closes a connection politely, or drops it when Redis cannot be reached. */
 export async function quitRedis(client: Redis): Promise<void> {
   if (client.status === 'end') return;

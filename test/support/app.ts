@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config/env.js';
@@ -58,16 +58,22 @@ export function testConfig(env: Record<string, string> = {}): Config {
 /** Test-provided dependencies (the database is always this worker's). */
 export type TestOverrides = Omit<DepsOverrides, 'database'>;
 
-/** Builds the real app on this worker's database; `startWorker: false` leaves it without a job worker. */
+/**
+ * Builds the real app on this worker's database. With `DATABASE_URL` in `env` (PostgreSQL only;
+ * fault tests point it at a proxy in front of this worker's database) the app opens its own pool
+ * from its configuration, as the server does, and closes it with the app. `startWorker: false`
+ * leaves it without a job worker (an API process of the distributed profile).
+ */
 export async function createTestApp(
   env: Record<string, string> = {},
   overrides: TestOverrides = {},
-  options: { startWorker?: boolean } = {},
+  options: { log?: Logger; startWorker?: boolean } = {},
 ): Promise<TestApp> {
   const config = testConfig(env);
-  const database = await testDatabase();
-  const log = pino({ level: config.LOG_LEVEL });
-  const deps = await createDeps(config, log, { ...overrides, database });
+  const shared = env.DATABASE_URL ? undefined : await testDatabase();
+  const log = options.log ?? pino({ level: config.LOG_LEVEL });
+  const deps = await createDeps(config, log, { ...overrides, ...(shared ? { database: shared } : {}) });
+  const database: TestDatabase = shared ?? { ...deps.database, url: env.DATABASE_URL };
   const app = await buildApp(deps);
   await app.ready();
   // As in the embedded server: jobs run in this process, so tests can enqueue and `drain()`.

@@ -52,3 +52,16 @@ export async function truncateAll(database: Database): Promise<void> {
   }
   if (tableList) await database.db.execute(sql.raw(`TRUNCATE ${tableList} RESTART IDENTITY CASCADE`));
 }
+
+/**
+ * This worker's PostgreSQL database reached through `host:port` instead (a TCP proxy in front of
+ * the server, for fault tests). Undefined on PGlite.
+ */
+export async function workerDatabaseUrlVia(host: string, port: number): Promise<string | undefined> {
+  const { url } = await testDatabase();
+  if (!url) return undefined;
+  const parsed = new URL(url);
+  parsed.hostname = host;
+  parsed.port = String(port);
+  return parsed.toString();
+}

@@ -3,7 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { currentUser } from '../../platform/auth.js';
-import { ValidationError } from '../../platform/errors.js';
+import { SERVICE_UNAVAILABLE_DETAIL, ValidationError } from '../../platform/errors.js';
+import { faultLogFields } from '../../platform/faults.js';
 import { pageQuery, paginated, toPage } from '../../platform/pagination.js';
 import { openEventStream } from '../../platform/sse.js';
 import { ModelCallError } from '../agents/registry.js';
@@ -24,7 +25,7 @@ import {
   taskPathParams,
   updateMessageBody,
 } from './messages.schemas.js';
-import { GENERIC_MODEL_FAILURE, messageErrors, type MessagesService, type Turn, toMessageOut } from './messages.service.js';
+import { messageErrors, type MessagesService, replyFailureDetail, type Turn, toMessageOut } from './messages.service.js';
 
 const tags = ['messages'];
 const base = '/api/workspaces/:ws/chats/:session/messages';
@@ -96,8 +97,12 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
         stopped: result.stopped,
       });
     } catch (error) {
-      if (!(error instanceof ModelCallError)) request.log.error({ err: error }, 'streaming reply failed');
-      stream.send('error', { detail: GENERIC_MODEL_FAILURE });
+      // The model's failure was logged by the service; a dependency fault is logged without the
+      // SQL (faultLogFields), anything else in full.
+      const detail = replyFailureDetail(error);
+      if (detail === SERVICE_UNAVAILABLE_DETAIL) request.log.warn(faultLogFields(error), 'streaming reply failed: dependency unavailable');
+      else if (!(error instanceof ModelCallError)) request.log.error({ err: error }, 'streaming reply failed');
+      stream.send('error', { detail });
     } finally {
       stream.end();
     }

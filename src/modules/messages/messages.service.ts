@@ -3,7 +3,15 @@ import type { ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
 import type { Db, DbOrTx } from '../../db/client.js';
-import { AppError, NotFoundError, PermissionDeniedError, ValidationError } from '../../platform/errors.js';
+import {
+  AppError,
+  NotFoundError,
+  PermissionDeniedError,
+  SERVICE_UNAVAILABLE_DETAIL,
+  ServiceUnavailableError,
+  ValidationError,
+} from '../../platform/errors.js';
+import { faultLogFields, isDependencyUnavailable } from '../../platform/faults.js';
 import { type JobsFor, UnrecoverableJobError } from '../../platform/queue/jobs.js';
 import type { JobFailure } from '../../platform/queue/port.js';
 import { isUuid } from '../../platform/ids.js';
@@ -90,6 +98,21 @@ export const messageErrors = {
 
 /** Shown to the user when the model fails mid-way; the cause goes to the log only. */
 export const GENERIC_MODEL_FAILURE = 'The model could not complete the reply. Please try again.';
+/** Shown when a reply fails for a reason that is neither the model nor an unreachable dependency. */
+export const GENERIC_REPLY_FAILURE = 'The reply could not be completed. Please try again.';
+
+/**
+ * What a stream's `error` event says about a failed generation (the JSON endpoints answer the
+ * same cases with 502 `model_failed`, 503 `service_unavailable` or 500): the model failed, the
+ * database or Redis could not be reached (saving the reply, say), or something else went wrong.
+ */
+export function replyFailureDetail(error: unknown): string {
+  // First: a model provider that cannot be reached is a model failure, not ours.
+  if (error instanceof ModelCallError) return GENERIC_MODEL_FAILURE;
+  if (error instanceof ServiceUnavailableError && error.code === 'service_unavailable') return SERVICE_UNAVAILABLE_DETAIL;
+  if (isDependencyUnavailable(error)) return SERVICE_UNAVAILABLE_DETAIL;
+  return GENERIC_REPLY_FAILURE;
+}
 
 // About four characters a token: good enough to estimate a reservation or an unreported usage.
 const estimateTokens = (text: string) => Math.ceil(text.length / 4);
@@ -209,8 +232,11 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       } catch (error) {
         // Whatever failed before the charge (the model, reading the path or an attachment, saving
         // the reply), the held credit goes back now rather than when the reservation expires.
-        // Releasing a settled reservation changes nothing.
-        await credit.release(reservation);
+        // Releasing a settled reservation changes nothing. When the database is down the release
+        // fails too: the reservation then lapses by itself, and the original error is the one to report.
+        await credit.release(reservation).catch((releaseError: unknown) => {
+          log.warn({ ...faultLogFields(releaseError), chatId: chat.id }, 'could not release a credit reservation');
+        });
         throw error;
       }
     });
@@ -408,7 +434,9 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         const { reply } = await generate(turn, () => undefined);
         await repo.updateAgentTask(db, taskId, { status: 'SUCCESS', messageId: reply.id, error: null });
       } catch (error) {
-        if (error instanceof AppError) throw new UnrecoverableJobError(error.detail, { cause: error });
+        // Refusals (membership, plan, credit, archived) will not change by retrying; an unavailable
+        // dependency (503) or a model failure may.
+        if (error instanceof AppError && error.status < 500) throw new UnrecoverableJobError(error.detail, { cause: error });
         log.error({ err: error, taskId }, 'agent task attempt failed');
         throw error;
       }

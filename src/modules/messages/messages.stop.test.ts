@@ -1,4 +1,5 @@
 import { eq } from 'drizzle-orm';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createTestApp } from '../../../test/support/app.js';
 import { recordUsage } from '../../../test/support/billing.js';
@@ -14,7 +15,7 @@ import {
   waitUntil,
 } from '../../../test/support/chat.js';
 import { creditReservations } from '../billing/billing.table.js';
-import { GENERIC_MODEL_FAILURE } from './messages.service.js';
+import { GENERIC_MODEL_FAILURE, GENERIC_REPLY_FAILURE } from './messages.service.js';
 
 // Heartbeats every 50 ms: slow replies below always carry a few `: ping` comments.
 const { t, fake } = useChatTestApp({ SSE_HEARTBEAT_SECONDS: '0.05' });
@@ -137,6 +138,42 @@ describe('stop', () => {
       await second.close();
     }
   });
+
+  it.skipIf(!process.env.TEST_REDIS_URL)(
+    'a stop sent to another instance before the stream starts is kept in Redis and honoured when it starts',
+    async () => {
+      const second = await createTestApp({ ...fake.env, THROTTLE_CHAT_MESSAGES: '10000/minute', REDIS_PREFIX: t.config.REDIS_PREFIX });
+      const redis = new Redis(process.env.TEST_REDIS_URL!);
+      try {
+        const w = await chatWorld(t);
+        const url = await listenUrl(t.app);
+        // The client read X-Stream-Id and stopped at once; its stop reached instance B first.
+        expect((await second.post(`${w.base}stream/stop/`, { stream_id: 'early-remote' }, w.alice)).statusCode).toBe(202);
+        // Held in Redis, not in B's memory: instance A can see it.
+        const retainedKey = `${t.config.REDIS_PREFIX}:retained:chat-stream-stop:${w.chat.id}:early-remote`;
+        expect(await redis.exists(retainedKey)).toBe(1);
+        expect(await redis.pttl(retainedKey)).toBeGreaterThan(0);
+
+        fake.enqueue(slowReply());
+        const stream = await openHttpStream(url, `${w.base}stream/`, { as: w.alice, body: { content: 'Too late', stream_id: 'early-remote' } });
+        expect(stream.status).toBe(200);
+        await stream.ended;
+        expect(stream.events().at(-1)).toMatchObject({ event: 'done', data: { stopped: true } });
+        expect(deltaText(stream.events()).length).toBeLessThan(slowReply().text.length);
+        // Honoured once: the retained stop is gone and a reuse of the stream id runs to the end.
+        await waitUntil(async () => (await redis.exists(retainedKey)) === 0);
+        // Stopped before it reached the model, usually: drop the reply it did not take.
+        fake.reset();
+        fake.enqueue({ text: 'Runs fully' });
+        const reused = await injectStream(t, `${w.base}stream/`, { content: 'Again', stream_id: 'early-remote' }, w.alice);
+        expect(reused.done).toMatchObject({ stopped: false });
+        expect(deltaText(reused.events)).toBe('Runs fully');
+      } finally {
+        redis.disconnect();
+        await second.close();
+      }
+    },
+  );
 });
 
 describe('a client that goes away', () => {
@@ -209,7 +246,7 @@ describe('a model that fails mid-stream', () => {
 });
 
 describe('a failure outside the model call', () => {
-  it('an attachment gone from storage ends the stream with the generic error and releases the credit', async () => {
+  it('an attachment gone from storage ends the stream with the generic reply error (not the model one) and releases the credit', async () => {
     const w = await chatWorld(t);
     const form = new FormData();
     form.append('content', 'Read this');
@@ -221,7 +258,7 @@ describe('a failure outside the model call', () => {
     const calls = fake.requests.length;
 
     const { events } = await injectStream(t, `${w.base}regenerate/stream/`, { user_message_id: question!.id }, w.alice);
-    expect(events).toEqual([{ event: 'error', data: { detail: GENERIC_MODEL_FAILURE } }]);
+    expect(events).toEqual([{ event: 'error', data: { detail: GENERIC_REPLY_FAILURE } }]);
     expect(fake.requests.length).toBe(calls);
     expect(await openReservations(w.ws.id)).toEqual([]);
   });

@@ -1,45 +1,61 @@
 import type { Logger } from 'pino';
+import { ServiceUnavailableError } from '../../platform/errors.js';
+import { faultLogFields } from '../../platform/faults.js';
 import type { PubSub } from '../../platform/pubsub/port.js';
 
 const STOP_CHANNEL = 'chat-stream-stop';
 /**
- * A stop that arrives just before its stream registers (the client read `X-Stream-Id` and
- * stopped at once) is remembered this long, and applied when the stream starts.
+ * A stop that arrives before its stream registers (the client read `X-Stream-Id` and stopped at
+ * once, or the stream starts in another process a moment later) is retained on the pub/sub this
+ * long, so that it is honoured when the stream starts, whichever process runs it.
  */
 const EARLY_STOP_TTL_MS = 10_000;
-const MAX_EARLY_STOPS = 10_000;
+/** A stop request answers within about this long: 202, or 503 when the stop cannot be recorded. */
+const STOP_TIMEOUT_MS = 1500;
+/** Longest a starting stream waits to learn whether a stop was retained for it; then it streams. */
+const RETAINED_CHECK_TIMEOUT_MS = 500;
 
 interface ActiveStream {
   controller: AbortController;
   done: Promise<void>;
 }
 
+class TimeoutError extends Error {
+  constructor(what: string, ms: number) {
+    super(`${what} timed out after ${ms} ms`);
+    this.name = 'TimeoutError';
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError(what, ms)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 /**
  * Tracks the replies this process is generating, so that a stop request received by ANY API
  * process reaches the one generating: stops are published on the pub/sub port and every process
- * aborts its own matching stream. Also lets shutdown wait for generations in flight.
+ * aborts its own matching stream. A stop is also retained on the pub/sub (in Redis on the
+ * distributed profile, not in one process's memory) so that a stream starting after it, in any
+ * process, is stopped too. Also lets shutdown wait for generations in flight.
  */
 export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logger }) {
   // A set per key: a client may reuse a stream_id while an earlier stream with it still runs;
   // a stop then ends every one of them, and one ending never unregisters another.
   const active = new Map<string, Set<ActiveStream>>();
-  const abortAll = (id: string) => {
+  /**
+   * Aborts this process's streams with this key because of a stop, and forgets the retained stop:
+   * it has been honoured, and a later stream reusing the stream_id must run normally.
+   */
+  const stopActive = (id: string) => {
     for (const stream of active.get(id) ?? []) stream.controller.abort();
-  };
-  const earlyStops = new Map<string, number>();
-  const rememberStop = (id: string) => {
-    const now = Date.now();
-    if (earlyStops.size >= MAX_EARLY_STOPS) {
-      for (const [stale, expiry] of earlyStops) if (expiry <= now) earlyStops.delete(stale);
-      if (earlyStops.size >= MAX_EARLY_STOPS) earlyStops.delete(earlyStops.keys().next().value!);
-    }
-    earlyStops.set(id, now + EARLY_STOP_TTL_MS);
-  };
-  const takeEarlyStop = (id: string) => {
-    const expiry = earlyStops.get(id);
-    if (expiry === undefined) return false;
-    earlyStops.delete(id);
-    return expiry > Date.now();
+    void pubsub.clearRetained(STOP_CHANNEL, id).catch((error: unknown) => {
+      // It expires by itself (EARLY_STOP_TTL_MS); until then a reuse of the id would be stopped.
+      log.warn({ ...faultLogFields(error), stream: id }, 'could not clear a retained stream stop');
+    });
   };
   let subscribed: Promise<unknown> | undefined;
   const key = (chatId: string, streamId: string) => `${chatId}:${streamId}`;
@@ -50,8 +66,8 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
         try {
           const { chatId, streamId } = JSON.parse(message) as { chatId: string; streamId: string };
           const id = key(chatId, streamId);
-          if (active.has(id)) abortAll(id);
-          else rememberStop(id);
+          // Not running here: it may run in another process, or start later (the stop is retained).
+          if (active.has(id)) stopActive(id);
         } catch (error) {
           log.warn({ err: error }, 'ignoring a malformed stop message');
         }
@@ -73,7 +89,9 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
 
     /** Runs one generation under a stop signal. The entry is removed when `work` settles. */
     async run<T>(chatId: string, streamId: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-      await listen();
+      // Normally subscribed when the app started; if Redis was down then, try again without
+      // holding the stream for long (a stop then still reaches it through the retained check).
+      await withTimeout(listen(), RETAINED_CHECK_TIMEOUT_MS, 'subscribing to stream stops').catch(() => undefined);
       const id = key(chatId, streamId);
       const controller = new AbortController();
       let finish!: () => void;
@@ -82,8 +100,16 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
       let entries = active.get(id);
       if (!entries) active.set(id, (entries = new Set()));
       entries.add(entry);
-      if (takeEarlyStop(id)) controller.abort();
       try {
+        // Registered first, then checked: a stop published from now on is delivered to the
+        // subscriber above, one published before is retained. Either way the stream stops.
+        try {
+          const stop = await withTimeout(pubsub.retained(STOP_CHANNEL, id), RETAINED_CHECK_TIMEOUT_MS, 'reading a retained stop');
+          if (stop !== undefined && !controller.signal.aborted) stopActive(id);
+        } catch (error) {
+          // Redis unreachable: stream anyway (a stop sent meanwhile was refused with 503).
+          log.warn({ ...faultLogFields(error), stream: id }, 'could not check for a retained stream stop');
+        }
         return await work(controller.signal);
       } finally {
         entries.delete(entry);
@@ -92,14 +118,27 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
       }
     },
 
-    /** Asks whichever process runs the stream to stop it. */
+    /**
+     * Asks whichever process runs the stream to stop it, or will run it: the stop is retained for
+     * EARLY_STOP_TTL_MS. Answers within STOP_TIMEOUT_MS; a stop that cannot be recorded (Redis
+     * unreachable or hung) is a ServiceUnavailableError, so the client knows to retry.
+     */
     async stop(chatId: string, streamId: string): Promise<void> {
       const id = key(chatId, streamId);
       if (active.has(id)) {
-        abortAll(id);
+        for (const stream of active.get(id) ?? []) stream.controller.abort();
         return;
       }
-      await pubsub.publish(STOP_CHANNEL, JSON.stringify({ chatId, streamId }));
+      try {
+        await withTimeout(
+          pubsub.publishRetained(STOP_CHANNEL, id, JSON.stringify({ chatId, streamId }), EARLY_STOP_TTL_MS),
+          STOP_TIMEOUT_MS,
+          'recording a stream stop',
+        );
+      } catch (error) {
+        log.warn({ ...faultLogFields(error), stream: id }, 'could not record a stream stop');
+        throw new ServiceUnavailableError();
+      }
     },
 
     /** Resolves when every generation of this process has finished (graceful shutdown). */

@@ -171,12 +171,46 @@ describe.each(adapters)('pub/sub contract: $kind', ({ kind, skip, sharing, isola
       expect(captured.lines().some((l) => l.level === 50 && l.msg === 'pub/sub handler failed')).toBe(true);
     });
 
+    it('a retained publish reaches the subscribers and stays readable by every process until cleared', async () => {
+      const [a, b] = open(sharing);
+      const box = inbox();
+      await a.subscribe('stops', box.handler);
+      await b.publishRetained('stops', 'chat-1:s1', 'stop s1', 10_000);
+      expect(await box.next(1)).toEqual(['stop s1']);
+      // Retained before delivery: whoever receives the message can already read it.
+      expect(await a.retained('stops', 'chat-1:s1')).toBe('stop s1');
+      expect(await b.retained('stops', 'chat-1:s1')).toBe('stop s1');
+      expect(await a.retained('stops', 'chat-1:other')).toBeUndefined();
+      expect(await a.retained('other-channel', 'chat-1:s1')).toBeUndefined();
+      await a.clearRetained('stops', 'chat-1:s1');
+      await a.clearRetained('stops', 'chat-1:s1'); // twice is harmless
+      expect(await b.retained('stops', 'chat-1:s1')).toBeUndefined();
+    });
+
+    it('a retained message with no subscriber is kept; a new one replaces it; it expires after its ttl', async () => {
+      const [a, b] = open(sharing);
+      await a.publishRetained('early', 'k', 'first', 10_000);
+      await a.publishRetained('early', 'k', 'second', 150);
+      expect(await b.retained('early', 'k')).toBe('second');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await b.retained('early', 'k')).toBeUndefined();
+    });
+
+    it('keeps retained messages of isolated buses apart', async () => {
+      const [a, b] = open(isolated);
+      await a.publishRetained('early', 'k', 'for a', 10_000);
+      expect(await b.retained('early', 'k')).toBeUndefined();
+      expect(await a.retained('early', 'k')).toBe('for a');
+    });
+
     it('answers ping and refuses use after close', async () => {
       const [a] = open(isolated);
       await expect(a.ping()).resolves.toBeUndefined();
       await a.close();
       await expect(a.publish('x', 'y')).rejects.toThrow(/closed/);
       await expect(a.subscribe('x', () => undefined)).rejects.toThrow(/closed/);
+      await expect(a.publishRetained('x', 'k', 'y', 1000)).rejects.toThrow(/closed/);
+      await expect(a.retained('x', 'k')).rejects.toThrow(/closed/);
     });
   });
 });

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { createRedisClient, quitRedis } from '../redis.js';
+import { createRedisClient, quitRedis, whenReady } from '../redis.js';
 import { deliver } from './memory.js';
 import type { MessageHandler, PubSub } from './port.js';
 
@@ -8,6 +8,12 @@ export interface RedisPubSubOptions {
   /** REDIS_PREFIX: channel `x` is the Redis channel `<prefix>:x`. */
   prefix: string;
   log: Logger;
+  /**
+   * Longest a publish, retained read or ping may take (REDIS_COMMAND_TIMEOUT_MS, default 1500 ms).
+   * The publishing connection has no offline queue: while Redis is unreachable its commands fail
+   * at once instead of waiting for a reconnect, and a hung Redis fails them after this long.
+   */
+  commandTimeoutMs?: number;
 }
 
 interface ChannelState {
@@ -16,16 +22,31 @@ interface ChannelState {
 }
 
 /**
- * Redis pub/sub: one connection publishes, one subscriber connection carries every channel
- * of this process (ioredis re-subscribes them after a reconnect).
+ * Redis pub/sub: one connection publishes (and keeps retained messages), one subscriber
+ * connection carries every channel of this process (ioredis re-subscribes them after a
+ * reconnect). Retained messages are plain keys with an expiry, `<prefix>:retained:<channel>:<key>`.
  */
 export function createRedisPubSub(options: RedisPubSubOptions): PubSub {
   const { url, prefix, log } = options;
-  const publisher = createRedisClient(url, log, 'pubsub-publish');
+  const commandTimeoutMs = options.commandTimeoutMs ?? 1500;
+  // Request paths use this connection (stop requests, stream start): bounded, never queued offline.
+  const publisher = createRedisClient(url, log, 'pubsub-publish', { enableOfflineQueue: false, commandTimeout: commandTimeoutMs });
+  // Keeps its offline queue: subscriptions made while disconnected apply on reconnect.
   const subscriber = createRedisClient(url, log, 'pubsub-subscribe');
   const channels = new Map<string, ChannelState>();
   let closed = false;
   const fullName = (channel: string) => `${prefix}:${channel}`;
+  const retainedName = (channel: string, key: string) => `${prefix}:retained:${channel}:${key}`;
+
+  // Only the first connection is waited for (briefly): without an offline queue a command sent
+  // before it would fail although Redis is fine. Later outages fail commands at once.
+  let connectedOnce = false;
+  publisher.once('ready', () => (connectedOnce = true));
+  let firstConnect: Promise<boolean> | undefined;
+  async function usable() {
+    if (closed) throw new Error('The pub/sub is closed');
+    if (!connectedOnce && publisher.status !== 'ready') await (firstConnect ??= whenReady(publisher, commandTimeoutMs));
+  }
 
   subscriber.on('message', (redisChannel: string, message: string) => {
     if (!redisChannel.startsWith(`${prefix}:`)) return;
@@ -62,8 +83,30 @@ export function createRedisPubSub(options: RedisPubSubOptions): PubSub {
     kind: 'redis',
 
     async publish(channel, message) {
-      if (closed) throw new Error('The pub/sub is closed');
+      await usable();
       await publisher.publish(fullName(channel), message);
+    },
+
+    async publishRetained(channel, key, message, ttlMs) {
+      await usable();
+      // MULTI: a subscriber that receives the message can already GET it.
+      const results = await publisher
+        .multi()
+        .set(retainedName(channel, key), message, 'PX', Math.max(1, Math.round(ttlMs)))
+        .publish(fullName(channel), message)
+        .exec();
+      const failed = results?.find(([error]) => error);
+      if (!results || failed) throw failed?.[0] ?? new Error('Retained publish was discarded');
+    },
+
+    async retained(channel, key) {
+      await usable();
+      return (await publisher.get(retainedName(channel, key))) ?? undefined;
+    },
+
+    async clearRetained(channel, key) {
+      await usable();
+      await publisher.del(retainedName(channel, key));
     },
 
     async subscribe(channel, handler) {
@@ -88,6 +131,7 @@ export function createRedisPubSub(options: RedisPubSubOptions): PubSub {
     },
 
     async ping() {
+      await usable();
       await publisher.ping();
     },
 

@@ -60,6 +60,8 @@ export interface RedisRateLimiterOptions {
   log: Logger;
   /** How long the first call waits for the initial connection before counting locally (default 2000 ms). */
   connectTimeoutMs?: number;
+  /** Longest a counter update may take before the insurance limiter answers instead (default 1500 ms). */
+  commandTimeoutMs?: number;
 }
 
 /**
@@ -69,8 +71,13 @@ export interface RedisRateLimiterOptions {
  */
 export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
   const { url, prefix, log } = options;
-  // No offline queue: a call while disconnected fails at once and the insurance limiter answers.
-  const client: Redis = createRedisClient(url, log, 'ratelimit', { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  // No offline queue: a call while disconnected fails at once and the insurance limiter answers;
+  // the command timeout does the same when Redis hangs without closing the connection.
+  const client: Redis = createRedisClient(url, log, 'ratelimit', {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: options.commandTimeoutMs ?? 1500,
+  });
   let firstConnect: Promise<void> | undefined;
   return createLimiter(
     'redis',
