@@ -74,7 +74,7 @@ export function describeDependencyFault(error: unknown): { code?: string; messag
 }
 
 function isFaultItself(error: Error): boolean {
-  if (error.name === 'MaxRetriesPerRequestError') return true;
+  if (error.name === 'MaxRetriesPerRequestError' || error.name === 'DependencyTimeoutError') return true;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (NET_UNAVAILABLE.has(code) || PG_UNAVAILABLE.has(code) || PG_CONNECTION_CLASS.test(code)) return true;

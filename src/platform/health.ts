@@ -1,3 +1,5 @@
+import { faultLogFields } from './faults.js';
+import { withTimeout } from './timeout.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 
@@ -30,10 +32,10 @@ export function registerHealth(app: FastifyInstance, checks: Record<string, Read
       const entries = await Promise.all(
         Object.entries(checks).map(async ([name, check]) => {
           try {
-            await withTimeout(check(), CHECK_TIMEOUT_MS);
+            await withTimeout(check(), CHECK_TIMEOUT_MS, `running the ${name} check`);
             return [name, 'ok'] as const;
           } catch (error) {
-            request.log.warn({ err: error, check: name }, 'readiness check failed');
+            request.log.warn({ ...faultLogFields(error), check: name }, 'readiness check failed');
             return [name, 'failed'] as const;
           }
         }),
@@ -42,12 +44,4 @@ export function registerHealth(app: FastifyInstance, checks: Record<string, Read
       return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'unavailable', checks: Object.fromEntries(entries) });
     },
   );
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

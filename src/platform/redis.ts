@@ -20,22 +20,28 @@ export function createRedisClient(url: string, log: Logger, role: string, option
 }
 
 /**
- * Resolves true once the client is ready, or false after `ms` (never rejects). For connections
- * without an offline queue, whose commands fail at once while not connected: a fresh process
- * waits this long for its first connection instead of failing its very first commands.
+ * For connections without an offline queue, whose commands fail at once while not connected:
+ * returns a function that waits (at most `ms`, shared by all callers) for the client's FIRST
+ * connection, so a fresh process does not fail its very first commands; once the client has been
+ * ready it resolves at once, and later outages fail commands immediately. Never rejects.
  */
-export function whenReady(client: Redis, ms: number): Promise<boolean> {
-  if (client.status === 'ready') return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const done = (ready: boolean) => {
-      clearTimeout(timer);
-      client.off('ready', onReady);
-      resolve(ready);
-    };
-    const onReady = () => done(true);
-    const timer = setTimeout(() => done(false), ms);
-    client.once('ready', onReady);
-  });
+export function firstConnection(client: Redis, ms: number): () => Promise<void> {
+  let connectedOnce = client.status === 'ready';
+  client.once('ready', () => (connectedOnce = true));
+  let waiting: Promise<void> | undefined;
+  return () => {
+    if (connectedOnce || client.status === 'ready') return Promise.resolve();
+    waiting ??= new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        client.off('ready', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      client.once('ready', done);
+    });
+    return waiting;
+  };
 }
 
 /** Closes a connection politely, or drops it when Redis cannot be reached. */
@@ -46,18 +52,4 @@ export async function quitRedis(client: Redis): Promise<void> {
   } catch {
     client.disconnect();
   }
-}
-
-/** Resolves when the client is ready or after `ms`, whichever comes first; never rejects. */
-export function waitForReady(client: Redis, ms: number): Promise<void> {
-  if (client.status === 'ready') return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      client.off('ready', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    client.once('ready', done);
-  });
 }

@@ -2,11 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { type Logger, pino } from 'pino';
+import type { Logger } from 'pino';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config/env.js';
 import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
+import { createLogger } from '../../src/platform/logger.js';
 import { type TestDatabase, testDatabase, truncateAll } from './db.js';
 
 export interface Caller {
@@ -71,7 +72,7 @@ export async function createTestApp(
 ): Promise<TestApp> {
   const config = testConfig(env);
   const shared = env.DATABASE_URL ? undefined : await testDatabase();
-  const log = options.log ?? pino({ level: config.LOG_LEVEL });
+  const log = options.log ?? createLogger(config.LOG_LEVEL);
   const deps = await createDeps(config, log, { ...overrides, ...(shared ? { database: shared } : {}) });
   const database: TestDatabase = shared ?? { ...deps.database, url: env.DATABASE_URL };
   const app = await buildApp(deps);

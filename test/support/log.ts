@@ -1,4 +1,5 @@
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from '../../src/platform/logger.js';
 
 export interface CapturedLog {
   log: Logger;
@@ -9,6 +10,6 @@ export interface CapturedLog {
 /** A real pino logger that keeps its output in memory, so tests can assert what was logged. */
 export function captureLog(level = 'info'): CapturedLog {
   const raw: string[] = [];
-  const log = pino({ level }, { write: (line: string) => void raw.push(line) });
+  const log = createLogger(level, { write: (line: string) => void raw.push(line) });
   return { log, lines: () => raw.map((line) => JSON.parse(line) as ReturnType<CapturedLog['lines']>[number]) };
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { ServiceUnavailableError } from '../../platform/errors.js';
 import { faultLogFields } from '../../platform/faults.js';
 import type { PubSub } from '../../platform/pubsub/port.js';
+import { withTimeout } from '../../platform/timeout.js';
 
 const STOP_CHANNEL = 'chat-stream-stop';
 /**
@@ -18,21 +19,6 @@ const RETAINED_CHECK_TIMEOUT_MS = 500;
 interface ActiveStream {
   controller: AbortController;
   done: Promise<void>;
-}
-
-class TimeoutError extends Error {
-  constructor(what: string, ms: number) {
-    super(`${what} timed out after ${ms} ms`);
-    this.name = 'TimeoutError';
-  }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new TimeoutError(what, ms)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { createRedisClient, quitRedis, whenReady } from '../redis.js';
+import { createRedisClient, firstConnection, quitRedis } from '../redis.js';
 import { deliver } from './memory.js';
 import type { MessageHandler, PubSub } from './port.js';
 
@@ -40,12 +40,10 @@ export function createRedisPubSub(options: RedisPubSubOptions): PubSub {
 
   // Only the first connection is waited for (briefly): without an offline queue a command sent
   // before it would fail although Redis is fine. Later outages fail commands at once.
-  let connectedOnce = false;
-  publisher.once('ready', () => (connectedOnce = true));
-  let firstConnect: Promise<boolean> | undefined;
+  const firstConnect = firstConnection(publisher, commandTimeoutMs);
   async function usable() {
     if (closed) throw new Error('The pub/sub is closed');
-    if (!connectedOnce && publisher.status !== 'ready') await (firstConnect ??= whenReady(publisher, commandTimeoutMs));
+    await firstConnect();
   }
 
   subscriber.on('message', (redisChannel: string, message: string) => {

@@ -1,7 +1,8 @@
 import { type Job, Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { createRedisClient, quitRedis, waitForReady } from '../redis.js';
-import { errorMessage, withTimeout } from './jobs.js';
+import { createRedisClient, firstConnection, quitRedis } from '../redis.js';
+import { withTimeout } from '../timeout.js';
+import { errorMessage } from './jobs.js';
 import type { DeliveryState, JobQueue } from './port.js';
 
 export interface BullmqQueueOptions {
@@ -59,11 +60,8 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
     defaultJobOptions: { attempts: 1, removeOnComplete: KEEP_COMPLETED, removeOnFail: KEEP_FAILED },
   });
   queue.on('error', (error: Error) => log.warn({ err: error }, 'job queue error'));
-  // Commands fail at once while disconnected. Only the very first connection is waited for
-  // (briefly), so that a process does not fail its first calls just because it has just started.
-  let connectedOnce = false;
-  connection.once('ready', () => (connectedOnce = true));
-  const ready = () => (connectedOnce ? Promise.resolve() : waitForReady(connection, commandTimeoutMs));
+  // Commands fail at once while disconnected; only the very first connection is waited for.
+  const ready = firstConnection(connection, commandTimeoutMs);
   let worker: Worker | undefined;
   let workerConnection: ReturnType<typeof createRedisClient> | undefined;
   let closed = false;

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Db, DbOrTx } from '../../db/client.js';
+import { faultLogFields, isDependencyUnavailable } from '../faults.js';
 import { currentRequestId, runWithRequestContext } from '../request-context.js';
 import {
   type AnyJobDefinition,
@@ -137,7 +138,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
         await deliver(job);
       } catch (error) {
         // The job is recorded; the reconciler delivers it once the queue answers again.
-        log.warn({ err: error, job: job.name, jobId: job.id }, 'job recorded but not delivered yet; the reconciler will deliver it');
+        log.warn({ ...faultLogFields(error), job: job.name, jobId: job.id }, 'job recorded but not delivered yet; the reconciler will deliver it');
       }
     }
   }
@@ -184,7 +185,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
             controller.abort(new Error('lease lost'));
           }
         },
-        (error: unknown) => log.warn({ err: error, jobId: id }, 'could not renew a job lease'),
+        (error: unknown) => log.warn({ ...faultLogFields(error), jobId: id }, 'could not renew a job lease'),
       );
     }, (settings.leaseSeconds * 1000) / 3);
     timer.unref();
@@ -281,7 +282,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
         report.delivered += 1;
         metrics.redriven.inc({ queue: row.name, reason: 'undelivered' });
       } catch (error) {
-        log.warn({ err: error }, 'the job queue does not answer; undelivered jobs wait for the next pass');
+        log.warn(faultLogFields(error), 'the job queue does not answer; undelivered jobs wait for the next pass');
         break;
       }
     }
@@ -293,7 +294,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
       try {
         state = await queue.state(row.deliveryId);
       } catch (error) {
-        log.warn({ err: error }, 'the job queue does not answer; delivery checks wait for the next pass');
+        log.warn(faultLogFields(error), 'the job queue does not answer; delivery checks wait for the next pass');
         break;
       }
       if (state === 'waiting' || state === 'delayed' || state === 'active') {
@@ -322,7 +323,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
       ...(options.maintenance ?? []),
     ];
     for (const task of tasks) {
-      await task.run().catch((error: unknown) => log.warn({ err: error, task: task.name }, 'housekeeping failed'));
+      await task.run().catch((error: unknown) => log.warn({ ...faultLogFields(error), task: task.name }, 'housekeeping failed'));
     }
   }
 
@@ -332,7 +333,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
       if (report.delivered || report.redriven || report.failed) log.info(report, 'reconciler moved stranded jobs');
       return report;
     } catch (error) {
-      log.warn({ err: error }, 'reconciler pass failed; it runs again at the next interval');
+      log.warn(faultLogFields(error), 'reconciler pass failed; it runs again at the next interval');
       return undefined;
     }
   }
@@ -352,7 +353,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
   }
 
   async function heartbeat(): Promise<void> {
-    await repo.beat(db, worker).catch((error: unknown) => log.warn({ err: error }, 'worker heartbeat failed'));
+    await repo.beat(db, worker).catch((error: unknown) => log.warn(faultLogFields(error), 'worker heartbeat failed'));
   }
 
   function every(seconds: number, fn: () => Promise<unknown>) {
@@ -389,7 +390,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
       started = true;
       await queue.startWorker(runDelivery);
       await heartbeat();
-      await reapDeadWorkersOfThisHost().catch((error: unknown) => log.warn({ err: error }, 'could not check for dead workers'));
+      await reapDeadWorkersOfThisHost().catch((error: unknown) => log.warn(faultLogFields(error), 'could not check for dead workers'));
       every(Math.min(10, settings.leaseSeconds / 3), heartbeat);
       every(settings.reconcileIntervalSeconds, reconcileAndLog);
       // At once too: what a previous process left (lost in-process deliveries, dead runs) moves now.
@@ -409,7 +410,8 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
         try {
           await this.checkWorkers();
         } catch (error) {
-          log.warn({ err: error }, errorMessage(error));
+          if (isDependencyUnavailable(error)) log.warn(faultLogFields(error), 'could not check for live workers');
+          else log.warn(errorMessage(error));
         }
       });
     },

@@ -32,14 +32,6 @@ export class UnrecoverableJobError extends Error {
   }
 }
 
-/** A bounded wait on a dependency ran out. */
-export class DependencyTimeoutError extends Error {
-  constructor(what: string, ms: number) {
-    super(`Timed out after ${ms} ms ${what}`);
-    this.name = 'DependencyTimeoutError';
-  }
-}
-
 export interface ResolvedDefinition extends JobDefinition {
   readonly attempts: number;
   readonly backoffMs: number;
@@ -88,17 +80,6 @@ export function backoffDelay(backoffMs: number, failedAttempt: number): number {
 
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/** Rejects with DependencyTimeoutError when `promise` has not settled after `ms`. */
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DependencyTimeoutError(what, ms)), ms);
-  });
-  // The losing promise may still reject later: keep that from becoming an unhandled rejection.
-  promise.catch(() => undefined);
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 // --- The typed job list --------------------------------------------------------------------

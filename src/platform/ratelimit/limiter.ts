@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { createRedisClient, quitRedis, waitForReady } from '../redis.js';
+import { createRedisClient, firstConnection, quitRedis } from '../redis.js';
 import type { RateDecision, RateLimiter } from './port.js';
 import { type ParsedRate, parseRate } from './rates.js';
 
@@ -78,7 +78,7 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
     maxRetriesPerRequest: 1,
     commandTimeout: options.commandTimeoutMs ?? 1500,
   });
-  let firstConnect: Promise<void> | undefined;
+  const firstConnect = firstConnection(client, options.connectTimeoutMs ?? 2000);
   return createLimiter(
     'redis',
     (rate) => {
@@ -93,7 +93,7 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
     {
       // Only the first connection is awaited (briefly), so that a freshly started process
       // counts in Redis from its first call; later outages go straight to the insurance limiter.
-      beforeConsume: () => (client.status === 'ready' ? Promise.resolve() : (firstConnect ??= waitForReady(client, options.connectTimeoutMs ?? 2000))),
+      beforeConsume: firstConnect,
       close: () => quitRedis(client),
     },
   );
