@@ -100,7 +100,8 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       const inserted = await repo.insertTask(tx, documentId);
       return { task: inserted, job: await jobs.record(tx, 'documents.ingest', { taskId: inserted.id }, { id: inserted.id }) };
     });
-    await jobs.dispatch([job]);
+    // Not awaited: the task is recorded, so the answer does not wait on the queue (Redis may be slow or down).
+    void jobs.dispatch([job]);
     return task;
   }
 

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eq, inArray, sql } from 'drizzle-orm';
@@ -11,6 +10,7 @@ import { docsBase, LIFTED_THROTTLES, type LocalSite, startLocalSite } from '../.
 import { newUser, newWorkspace } from '../../../test/support/factories.js';
 import { type FakeModelServer, startFakeModelServer } from '../../../test/support/fake-model-server.js';
 import { type ServiceProcess, spawnService } from '../../../test/support/processes.js';
+import { freePort } from '../../../test/support/redis-server.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
 import { backgroundJobs } from '../../platform/queue/jobs.table.js';
 import { creditUsage } from '../billing/billing.table.js';
@@ -100,7 +100,8 @@ describe.skipIf(!distributed)('worker processes killed with SIGKILL during inges
       await sleep(400 + Math.random() * 900);
       await worker.stop('SIGKILL');
     }
-    const last = spawnService('worker', workerEnv());
+    const metricsPort = await freePort();
+    const last = spawnService('worker', { ...workerEnv(), WORKER_METRICS_PORT: String(metricsPort) });
     workers.push(last);
     await last.ready;
     const startedAt = Date.now();
@@ -148,6 +149,12 @@ describe.skipIf(!distributed)('worker processes killed with SIGKILL during inges
     process.stdout.write(`SIGKILL x${KILLS}: ${succeeded}/${DOCUMENTS} succeeded, ${redriven} re-drives, all terminal ${elapsed} ms after the last start\n`);
     expect(succeeded).toBeGreaterThanOrEqual(DOCUMENTS / 2);
     expect(elapsed).toBeLessThan(BOUND_MS);
+    // The worker's own metrics: what it ran and re-drove, and the queue as the database sees it.
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/queue_jobs_completed_total\{queue="documents.ingest"\} [1-9]/);
+    expect(metrics).toContain('queue_jobs{queue="documents.ingest",state="waiting"} 0');
+    expect(metrics).toContain('queue_workers_live 1');
+    expect(metrics).toMatch(/queue_job_duration_seconds_bucket\{le="[\d.]+",queue="documents.ingest",outcome="completed"\}/);
     await last.stop('SIGTERM');
     expect(await last.exited).toBe(0);
   });
@@ -235,11 +242,3 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('the embedded process ki
     expect(await second.exited).toBe(0);
   });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

@@ -404,7 +404,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         });
         return { task: inserted, job: await jobs.record(tx, 'chat.agent-reply', { taskId: inserted.id }, { id: inserted.id }) };
       });
-      await jobs.dispatch([job]);
+      // Not awaited: the task is recorded, so the answer does not wait on the queue (Redis may be slow or down).
+      void jobs.dispatch([job]);
       return task;
     },
 

@@ -132,15 +132,22 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
     await repo.markDelivered(db, job.id, job.deliveryId);
   }
 
-  async function dispatch(jobs: readonly RecordedJob[]): Promise<void> {
-    for (const job of jobs) {
-      try {
-        await deliver(job);
-      } catch (error) {
-        // The job is recorded; the reconciler delivers it once the queue answers again.
-        log.warn({ ...faultLogFields(error), job: job.name, jobId: job.id }, 'job recorded but not delivered yet; the reconciler will deliver it');
+  const dispatching = new Set<Promise<void>>();
+
+  function dispatch(jobs: readonly RecordedJob[]): Promise<void> {
+    const run = (async () => {
+      for (const job of jobs) {
+        try {
+          await deliver(job);
+        } catch (error) {
+          // The job is recorded; the reconciler delivers it once the queue answers again.
+          log.warn({ ...faultLogFields(error), job: job.name, jobId: job.id }, 'job recorded but not delivered yet; the reconciler will deliver it');
+        }
       }
-    }
+    })();
+    dispatching.add(run);
+    void run.finally(() => dispatching.delete(run));
+    return run;
   }
 
   // --- running a delivery ------------------------------------------------------------------
@@ -445,6 +452,8 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
       if (closed) return;
       closed = true;
       for (const timer of timers) clearInterval(timer);
+      // Deliveries under way finish (each is bounded); what they miss, the reconciler delivers.
+      await Promise.all([...dispatching]);
       if (closeOptions.closeQueue ?? true) await queue.close();
       if (started) await repo.removeHeartbeats(db, [worker.id]).catch(() => undefined);
     },

@@ -109,7 +109,11 @@ export interface JobRecorder<Defs extends readonly AnyJobDefinition[]> {
    * then is delivered by the reconciler.
    */
   record<N extends JobName<Defs>>(tx: DbOrTx, name: N, payload: JobPayload<Defs, N>, options?: RecordOptions): Promise<RecordedJob>;
-  /** Delivers recorded jobs now, best effort and bounded in time; never throws. */
+  /**
+   * Delivers recorded jobs now, best effort and bounded in time; never rejects. A request need
+   * not wait for it (`void jobs.dispatch(...)`): the job is recorded, so a slow or unreachable
+   * queue only delays it.
+   */
   dispatch(jobs: readonly RecordedJob[]): Promise<void>;
   /** Records in a transaction of its own, then dispatches. */
   enqueue<N extends JobName<Defs>>(name: N, payload: JobPayload<Defs, N>, options?: RecordOptions): Promise<RecordedJob>;
