@@ -1,11 +1,14 @@
+import { inArray } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/support/app.js';
 import { chatWorld, deltaText, listenUrl, messageRows, openHttpStream, waitUntil } from '../../test/support/chat.js';
-import { workerDatabaseUrlVia } from '../../test/support/db.js';
+import { truncateAll, workerDatabaseUrlVia } from '../../test/support/db.js';
+import { LIFTED_THROTTLES, type LocalSite, startLocalSite } from '../../test/support/documents.js';
 import { newUser, newWorkspace, TEST_PASSWORD, type TestUser, type TestWorkspace } from '../../test/support/factories.js';
 import { type FakeModelServer, startFakeModelServer } from '../../test/support/fake-model-server.js';
 import { captureLog, type CapturedLog } from '../../test/support/log.js';
 import { startTcpProxy, type TcpProxy } from '../../test/support/tcp-proxy.js';
+import { documents, ingestionTasks } from '../modules/documents/documents.table.js';
 import { GENERIC_MODEL_FAILURE } from '../modules/messages/messages.service.js';
 import { SERVICE_UNAVAILABLE_DETAIL } from './errors.js';
 
@@ -154,5 +157,66 @@ describe.skipIf(!baseUrl)('PostgreSQL unreachable', () => {
     const failed = await t.post(w.base, { content: 'Model down' }, w.alice);
     expect(failed.statusCode).toBe(502);
     expect(failed.json()).toEqual({ detail: GENERIC_MODEL_FAILURE, code: 'model_failed' });
+  });
+});
+
+describe.skipIf(!baseUrl)('PostgreSQL unreachable while jobs run', () => {
+  let proxy: TcpProxy;
+  let site: LocalSite;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    const server = new URL(baseUrl!);
+    proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
+    site = await startLocalSite();
+    for (let i = 0; i < 6; i += 1) {
+      site.routes.set(`/page-${i}`, (_req, res) => {
+        setTimeout(() => res.writeHead(200, { 'content-type': 'text/html' }).end(`<p>Quay log ${i}: two boats in.</p>`), 400);
+      });
+    }
+    const url = (await workerDatabaseUrlVia('127.0.0.1', proxy.port))!;
+    t = await createTestApp({
+      ...LIFTED_THROTTLES,
+      DATABASE_URL: url,
+      URL_FETCH_ALLOWED_PRIVATE_HOSTS: '127.0.0.1/32',
+      JOB_LEASE_SECONDS: '2',
+      JOB_RECONCILE_INTERVAL_SECONDS: '0.5',
+      JOB_DELIVERY_GRACE_SECONDS: '1',
+      INGESTION_RETRY_BACKOFF_MS: '200',
+      WORKER_CONCURRENCY: '2',
+    });
+    await truncateAll(t.database);
+  });
+
+  afterAll(async () => {
+    await proxy?.start();
+    await t?.close();
+    await proxy?.close();
+    await site?.close();
+  });
+
+  it('the worker carries on by itself once the database is back: every import completes', { timeout: 60_000 }, async () => {
+    const owner = await newUser(t);
+    const ws = await newWorkspace(t, owner);
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i += 1) {
+      const res = await t.post(`/api/workspaces/${ws.id}/documents/from-url/`, { url: `${site.url}/page-${i}` }, owner);
+      expect(res.statusCode).toBe(202);
+      ids.push(res.json().document.id as string);
+    }
+    await waitUntil(() => site.hits.length > 0, 10_000);
+    // The database goes away while the first imports run, for three seconds.
+    await proxy.stop();
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await proxy.start();
+    const started = Date.now();
+    for (;;) {
+      const tasks = await t.deps.database.db.select().from(ingestionTasks).where(inArray(ingestionTasks.documentId, ids));
+      if (tasks.length === ids.length && tasks.every((task) => task.status === 'SUCCESS')) break;
+      if (Date.now() - started > 30_000) throw new Error(`imports not complete: ${JSON.stringify(tasks.map((task) => task.status))}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const docs = await t.deps.database.db.select().from(documents).where(inArray(documents.id, ids));
+    expect(docs.map((d) => d.processingStatus)).toEqual(ids.map(() => 'ready'));
   });
 });
