@@ -96,3 +96,10 @@ export class ServiceUnavailableError extends AppError {
     super(503, code, detail, undefined, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
   }
 }
+
+/** 507: the service's own file store is full (local storage); nothing was stored. */
+export class StorageFullError extends AppError {
+  constructor(detail = 'The file store is full; nothing was stored. Please try again later or contact the operator.') {
+    super(507, 'storage_full', detail);
+  }
+}

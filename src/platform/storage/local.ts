@@ -4,7 +4,7 @@ import { access, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/pr
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { NotFoundError, PayloadTooLargeError, PermissionDeniedError } from '../errors.js';
+import { NotFoundError, PayloadTooLargeError, PermissionDeniedError, StorageFullError } from '../errors.js';
 import { hmacSha256, safeEqual } from '../secrets.js';
 import { assertValidKey } from './keys.js';
 import type { ObjectStorage, StoredObjectInfo } from './port.js';
@@ -138,6 +138,9 @@ export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
         await rename(tmp, target);
       } catch (error) {
         await Promise.all([rm(tmp, { force: true }), rm(metaTmp, { force: true })]);
+        // A full disk (or quota) is the operator's problem, not a bug: say so, and store nothing.
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOSPC' || code === 'EDQUOT') throw new StorageFullError();
         throw error;
       }
     },
