@@ -25,9 +25,13 @@ export interface ServiceProcess {
   readonly exited: Promise<number | null>;
 }
 
-export function spawnService(entry: 'server' | 'worker', env: Record<string, string>, options: { readyTimeoutMs?: number } = {}): ServiceProcess {
+export function spawnService(
+  entry: 'server' | 'worker',
+  env: Record<string, string>,
+  options: { readyTimeoutMs?: number; /** Another checkout of the service (benchmarks compare versions). */ cwd?: string } = {},
+): ServiceProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', `src/${entry}.ts`], {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     // Only what the service needs: nothing of the test runner's environment leaks in.
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'test', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
