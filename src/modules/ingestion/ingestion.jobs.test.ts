@@ -121,8 +121,10 @@ describe('after a crash', () => {
       if (status === 'STARTED') await jobsRepo.claimJob(db(), job.id, job.deliveryId, 'a-dead-worker', 1);
       ids.push(document.id);
     }
-    await db().update(backgroundJobs).set({ updatedAt: sql`now() - interval '1 minute'`, leaseUntil: sql`now() - interval '1 second'` });
-    expect(await t.deps.jobs.reconcile()).toEqual({ delivered: 2, redriven: 1, failed: 0 });
+    // Long enough ago for the reconciler to look: the two queued ones were never on the queue.
+    const ago = sql`now() - interval '1 hour'`;
+    await db().update(backgroundJobs).set({ deliveredAt: ago, runAfter: ago, leaseUntil: sql`now() - interval '1 second'` });
+    expect(await t.deps.jobs.reconcile()).toEqual({ delivered: 0, redriven: 3, failed: 0 });
     await t.deps.jobs.drain();
     for (const id of ids) {
       const status = (await t.get(`${base}${id}/processing-status/`, owner)).json();

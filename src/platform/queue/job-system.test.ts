@@ -119,7 +119,7 @@ describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
       const job = await runWithRequestContext({ requestId: 'req-42' }, () =>
         db().transaction((tx) => jobs.record(tx, 'greet', { who: 'Ada' })),
       );
-      expect(await row(job.id)).toMatchObject({ state: 'queued', deliveredAt: null, requestId: 'req-42', maxAttempts: 3 });
+      expect(await row(job.id)).toMatchObject({ state: 'queued', attempts: 0, requestId: 'req-42', maxAttempts: 3 });
       await jobs.dispatch([job]);
       await jobs.drain(10_000);
       expect(seen).toEqual([
@@ -262,10 +262,12 @@ describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
       expect(runs).toBe(1);
     });
 
-    it('the reconciler delivers a job whose dispatch never happened (the process died after commit)', async () => {
+    it('the reconciler delivers a job whose dispatch failed (the outbox mark), once the queue answers', async () => {
       let runs = 0;
       const jobs = system([defineJob({ name: 'outbox', payload: z.object({}), handler: async () => void (runs += 1) })]);
       const job = await db().transaction((tx) => jobs.record(tx, 'outbox', {}));
+      // As after a dispatch that found the queue unreachable.
+      await repo.markUndelivered(db(), job.id, job.deliveryId);
       // Younger than the outbox grace: the request that recorded it may still be dispatching it.
       expect((await jobs.reconcile())!.delivered).toBe(0);
       await db().update(backgroundJobs).set({ updatedAt: sql`now() - interval '1 minute'` }).where(eq(backgroundJobs.id, job.id));
@@ -273,6 +275,24 @@ describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
       await jobs.drain(10_000);
       expect(runs).toBe(1);
       expect(await row(job.id)).toMatchObject({ state: 'done', redriven: 0 });
+    });
+
+    it('a job whose process died between commit and dispatch is found missing from the queue and re-driven', async () => {
+      let runs = 0;
+      const jobs = system([defineJob({ name: 'orphaned', payload: z.object({}), handler: async () => void (runs += 1) })], {
+        settings: { deliveryGraceSeconds: 1 },
+      });
+      const job = await db().transaction((tx) => jobs.record(tx, 'orphaned', {}));
+      // Within the grace period the delivery may still be on its way: left alone.
+      expect(await jobs.reconcile()).toEqual({ delivered: 0, redriven: 0, failed: 0 });
+      await db()
+        .update(backgroundJobs)
+        .set({ deliveredAt: sql`now() - interval '5 seconds'`, runAfter: sql`now() - interval '5 seconds'` })
+        .where(eq(backgroundJobs.id, job.id));
+      await jobs.startWorker();
+      await jobs.drain(10_000);
+      expect(runs).toBe(1);
+      expect(await row(job.id)).toMatchObject({ state: 'done', redriven: 1 });
     });
 
     it('re-drives a job whose delivery was lost from the queue under a fresh delivery id; the old one is dropped', async () => {

@@ -127,10 +127,8 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
     return { id, name, deliveryId: existing.deliveryId, delayMs: 0 };
   }
 
-  async function deliver(job: RecordedJob): Promise<void> {
-    await queue.deliver({ name: job.name, jobId: job.id, deliveryId: job.deliveryId }, { delayMs: job.delayMs });
-    await repo.markDelivered(db, job.id, job.deliveryId);
-  }
+  const deliver = (job: RecordedJob) =>
+    queue.deliver({ name: job.name, jobId: job.id, deliveryId: job.deliveryId }, { delayMs: job.delayMs });
 
   const dispatching = new Set<Promise<void>>();
 
@@ -142,6 +140,10 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
         } catch (error) {
           // The job is recorded; the reconciler delivers it once the queue answers again.
           log.warn({ ...faultLogFields(error), job: job.name, jobId: job.id }, 'job recorded but not delivered yet; the reconciler will deliver it');
+          await repo.markUndelivered(db, job.id, job.deliveryId).catch((markError: unknown) => {
+            // Then the reconciler finds the delivery missing from the queue, after the grace period.
+            log.warn({ ...faultLogFields(markError), jobId: job.id }, 'could not mark a job undelivered');
+          });
         }
       }
     })();
@@ -286,6 +288,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
     for (const row of await repo.undeliveredJobs(db, OUTBOX_GRACE_SECONDS, BATCH)) {
       try {
         await deliver({ id: row.id, name: row.name, deliveryId: row.deliveryId, delayMs: await repo.delayOf(db, row.id) });
+        await repo.markDelivered(db, row.id, row.deliveryId);
         report.delivered += 1;
         metrics.redriven.inc({ queue: row.name, reason: 'undelivered' });
       } catch (error) {

@@ -27,6 +27,10 @@ export async function insertJob(
       deliveryId: values.deliveryId,
       requestId: values.requestId,
       runAfter: secondsFromNow(values.delayMs / 1000),
+      // Optimistic: the dispatch after commit follows; only a failed one clears it (one write
+      // less on the request path). A process that dies in between leaves a delivery the queue
+      // never had, which the reconciler finds after JOB_DELIVERY_GRACE_SECONDS.
+      deliveredAt: sql`now()`,
     })
     .onConflictDoNothing({ target: backgroundJobs.id })
     .returning({ id: backgroundJobs.id });
@@ -47,11 +51,19 @@ export async function delayOf(db: DbOrTx, id: string): Promise<number> {
   return row ? Math.ceil(row.ms) : 0;
 }
 
-/** The outbox mark is cleared: the current delivery reached the queue. */
+/** The reconciler handed a delivery that had failed to the queue. */
 export async function markDelivered(db: DbOrTx, id: string, deliveryId: string): Promise<void> {
   await db
     .update(backgroundJobs)
     .set({ deliveredAt: sql`now()`, checkedAt: null })
+    .where(and(eq(backgroundJobs.id, id), eq(backgroundJobs.deliveryId, deliveryId), eq(backgroundJobs.state, 'queued')));
+}
+
+/** The dispatch after commit failed: the outbox mark is set, so the reconciler delivers it soon. */
+export async function markUndelivered(db: DbOrTx, id: string, deliveryId: string): Promise<void> {
+  await db
+    .update(backgroundJobs)
+    .set({ deliveredAt: null, updatedAt: sql`now()` })
     .where(and(eq(backgroundJobs.id, id), eq(backgroundJobs.deliveryId, deliveryId), eq(backgroundJobs.state, 'queued')));
 }
 
@@ -119,7 +131,8 @@ export async function requeueJob(
     .set({
       state: 'queued',
       deliveryId: to.deliveryId,
-      deliveredAt: null,
+      // As when recorded: the dispatch follows at once; a failed one clears it.
+      deliveredAt: sql`now()`,
       checkedAt: null,
       leaseUntil: null,
       runAfter: secondsFromNow(to.delayMs / 1000),
@@ -141,7 +154,7 @@ export async function expiredRuns(db: DbOrTx, limit: number): Promise<JobRow[]> 
     .limit(limit);
 }
 
-/** Queued jobs whose delivery never reached the queue (the dispatch after commit failed or was cut short). */
+/** Queued jobs whose dispatch failed (the outbox mark is set). */
 export async function undeliveredJobs(db: DbOrTx, olderThanSeconds: number, limit: number): Promise<JobRow[]> {
   return db
     .select()

@@ -25,7 +25,10 @@ export const backgroundJobs = pgTable(
     maxAttempts: integer('max_attempts').notNull(),
     /** The current delivery; a fresh id for every re-delivery, so a stale one can be recognised. */
     deliveryId: uuid('delivery_id').notNull(),
-    /** When the current delivery reached the queue; null while it is still to be delivered (the outbox mark). */
+    /**
+     * When the current delivery was handed to the queue (set when it is recorded, as its dispatch
+     * follows at once); null when that dispatch failed: the outbox mark the reconciler looks for.
+     */
     deliveredAt: ts('delivered_at'),
     /** When the reconciler last found the delivery alive on the queue. */
     checkedAt: ts('checked_at'),

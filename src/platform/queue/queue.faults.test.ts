@@ -19,6 +19,14 @@ import { backgroundJobs } from './jobs.table.js';
 const PAGES = 8;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(50);
+  }
+}
+
 describe.skipIf(!process.env.TEST_REDIS_URL || !hasRedisServer)('the queue when Redis fails', () => {
   let redis: RedisServer;
   let site: LocalSite;
@@ -90,10 +98,11 @@ describe.skipIf(!process.env.TEST_REDIS_URL || !hasRedisServer)('the queue when 
     const ws = await newWorkspace(t, owner);
     await redis.stop();
     const ids = await importPages(t, owner, ws.id);
-    // Recorded, not delivered: the outbox mark is still set.
-    const rows = await t.deps.database.db.select().from(backgroundJobs);
-    expect(rows).toHaveLength(PAGES);
-    expect(rows.every((r) => r.state === 'queued' && r.deliveredAt === null)).toBe(true);
+    // Recorded, not delivered: each failed dispatch set the outbox mark.
+    await waitFor(async () => {
+      const rows = await t.deps.database.db.select().from(backgroundJobs);
+      return rows.length === PAGES && rows.every((r) => r.state === 'queued' && r.deliveredAt === null);
+    });
     expect((await t.get('/readyz')).json().checks.redis).toBe('failed');
 
     await redis.start();
