@@ -18,7 +18,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -110,6 +110,26 @@ interface Throughput {
   label: string;
   round: number;
   result: autocannon.Result;
+  /** Per request: the server process's CPU (user + system) and its database's activity. */
+  cpuMs: number;
+  commits: number;
+  inserted: number;
+  updated: number;
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // utime and stime are fields 14 and 15 of stat (12 and 13 after the command name).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function databaseActivity(admin: pg.Client, name: string) {
+  const { rows } = await admin.query<{ commits: string; inserted: string; updated: string }>(
+    'SELECT xact_commit AS commits, tup_inserted AS inserted, tup_updated AS updated FROM pg_stat_database WHERE datname = $1',
+    [name],
+  );
+  return { commits: Number(rows[0]!.commits), inserted: Number(rows[0]!.inserted), updated: Number(rows[0]!.updated) };
 }
 
 async function outbox(redisUrl: string, pagesUrl: string, dataDir: string, plansFile: string) {
@@ -122,6 +142,8 @@ async function outbox(redisUrl: string, pagesUrl: string, dataDir: string, plans
   const databases = [await createBenchDatabase(serverUrl!, 'wsai_bench_jobs_prev'), await createBenchDatabase(serverUrl!, 'wsai_bench_jobs_cur')];
   const servers: ServiceProcess[] = [];
   const rows: Throughput[] = [];
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
   try {
     const targets = [];
     for (const [i, variant] of (['previous', 'current'] as const).entries()) {
@@ -142,7 +164,14 @@ async function outbox(redisUrl: string, pagesUrl: string, dataDir: string, plans
       await server.ready;
       const base = `http://127.0.0.1:${port}`;
       const { token, ws } = await account(base);
-      targets.push({ label: `${variant} (${variant === 'previous' ? previousCommit : currentCommit})`, base, token, ws });
+      targets.push({
+        label: `${variant} (${variant === 'previous' ? previousCommit : currentCommit})`,
+        base,
+        token,
+        ws,
+        pid: server.pid,
+        database: databases[i]!.name,
+      });
     }
     for (let round = 1; round <= rounds; round += 1) {
       // Alternating order per round, so drift on a shared machine hits both alike.
@@ -158,23 +187,41 @@ async function outbox(redisUrl: string, pagesUrl: string, dataDir: string, plans
         };
         say(`from-url/ on ${target.label}, round ${round}: ${warmup} s warm-up, ${duration} s run...`);
         if (warmup > 0) await autocannon({ ...options, duration: warmup });
+        // pg_stat_database lags by up to a stats interval: let it settle before and after.
+        await sleep(1000);
+        const cpuBefore = cpuSeconds(target.pid);
+        const dbBefore = await databaseActivity(admin, target.database);
         const result = await autocannon(options);
+        const cpu = cpuSeconds(target.pid) - cpuBefore;
+        await sleep(1000);
+        const dbAfter = await databaseActivity(admin, target.database);
         if (result.non2xx + result.errors > 0) throw new Error(`${target.label}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-        rows.push({ label: target.label, round, result });
+        const n = result.latency.totalCount;
+        rows.push({
+          label: target.label,
+          round,
+          result,
+          cpuMs: (cpu * 1000) / n,
+          commits: (dbAfter.commits - dbBefore.commits) / n,
+          inserted: (dbAfter.inserted - dbBefore.inserted) / n,
+          updated: (dbAfter.updated - dbBefore.updated) / n,
+        });
       }
     }
   } finally {
+    await admin.end().catch(() => undefined);
     for (const server of servers) await server.stop('SIGTERM').catch(() => undefined);
     for (const database of databases) await database.drop().catch(() => undefined);
     execFileSync('git', ['worktree', 'remove', '--force', previousDir], { cwd: ROOT, stdio: 'ignore' });
     rmSync(previousDir, { recursive: true, force: true });
   }
   const lines = [
-    '| implementation | round | req/s (mean) | latency p50 (ms) | latency p99 (ms) | requests |',
-    '|---|---:|---:|---:|---:|---:|',
+    '| implementation | round | req/s (mean) | latency p50 (ms) | latency p99 (ms) | requests | app CPU per request (ms) | commits per request | rows inserted per request | rows updated per request |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
-      ({ label, round, result }) =>
-        `| ${label} | ${round} | ${fmt(result.requests.average)} | ${fmt(result.latency.p50, 1)} | ${fmt(result.latency.p99, 1)} | ${fmt(result.latency.totalCount)} |`,
+      ({ label, round, result, cpuMs, commits, inserted, updated }) =>
+        `| ${label} | ${round} | ${fmt(result.requests.average)} | ${fmt(result.latency.p50, 1)} | ${fmt(result.latency.p99, 1)} | ` +
+        `${fmt(result.latency.totalCount)} | ${fmt(cpuMs, 2)} | ${fmt(commits, 2)} | ${fmt(inserted, 2)} | ${fmt(updated, 2)} |`,
     ),
   ];
   const mean = (label: string) => {

@@ -47,7 +47,7 @@ CREATE TABLE "worker_heartbeats" (
 ALTER TABLE "agent_tasks" ADD COLUMN "reply_id" uuid DEFAULT gen_random_uuid() NOT NULL;--> statement-breakpoint
 CREATE INDEX "idempotency_keys_expires_idx" ON "idempotency_keys" USING btree ("expires_at");--> statement-breakpoint
 CREATE INDEX "background_jobs_open_idx" ON "background_jobs" USING btree ("state","run_after") WHERE "background_jobs"."state" in ('queued', 'running');--> statement-breakpoint
-CREATE INDEX "background_jobs_finished_idx" ON "background_jobs" USING btree ("finished_at");--> statement-breakpoint
+CREATE INDEX "background_jobs_finished_idx" ON "background_jobs" USING btree ("finished_at") WHERE "background_jobs"."finished_at" is not null;--> statement-breakpoint
 CREATE INDEX "background_jobs_failed_idx" ON "background_jobs" USING btree ("name") WHERE "background_jobs"."state" = 'failed';--> statement-breakpoint
 -- Upgrade: unfinished tasks recorded before background_jobs existed get a job, so the reconciler delivers them.
 INSERT INTO "background_jobs" ("id", "name", "payload", "max_attempts", "delivery_id")

@@ -49,7 +49,8 @@ export const backgroundJobs = pgTable(
   },
   (t) => [
     index('background_jobs_open_idx').on(t.state, t.runAfter).where(sql`${t.state} in ('queued', 'running')`),
-    index('background_jobs_finished_idx').on(t.finishedAt),
+    // For the retention clean-up; partial, so recording a job does not write to it.
+    index('background_jobs_finished_idx').on(t.finishedAt).where(sql`${t.finishedAt} is not null`),
     index('background_jobs_failed_idx').on(t.name).where(sql`${t.state} = 'failed'`),
     check('background_jobs_state_check', sql`${t.state} in ('queued', 'running', 'done', 'failed')`),
   ],
