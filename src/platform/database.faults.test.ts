@@ -1,7 +1,8 @@
 import { inArray } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/support/app.js';
-import { chatWorld, deltaText, listenUrl, messageRows, openHttpStream, waitUntil } from '../../test/support/chat.js';
+import { chatWorld, deltaText, listenUrl, messageRows, openHttpStream } from '../../test/support/chat.js';
+import { waitUntil } from '../../test/support/wait.js';
 import { truncateAll, workerDatabaseUrlVia } from '../../test/support/db.js';
 import { LIFTED_THROTTLES, type LocalSite, startLocalSite } from '../../test/support/documents.js';
 import { newUser, newWorkspace, TEST_PASSWORD, type TestUser, type TestWorkspace } from '../../test/support/factories.js';

@@ -1,7 +1,8 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/support/app.js';
-import { chatWorld, deltaText, injectStream, waitUntil } from '../../test/support/chat.js';
+import { chatWorld, deltaText, injectStream } from '../../test/support/chat.js';
+import { waitUntil } from '../../test/support/wait.js';
 import { type FakeModelServer, startFakeModelServer } from '../../test/support/fake-model-server.js';
 import { hasRedisServer, type RedisServer, startRedisServer } from '../../test/support/redis-server.js';
 import { SERVICE_UNAVAILABLE_DETAIL } from './errors.js';

@@ -190,17 +190,6 @@ export function openHttpStream(
   });
 }
 
-/** Polls `probe` until it returns a value other than undefined/false (generous timeout, for loaded machines). */
-export async function waitUntil<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 // --- A chat world ------------------------------------------------------------------------------
 
 export interface ChatWorld {

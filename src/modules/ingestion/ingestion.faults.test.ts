@@ -15,6 +15,7 @@ import { testRedisUrl } from '../../../test/support/redis.js';
 import { backgroundJobs } from '../../platform/queue/jobs.table.js';
 import { creditUsage } from '../billing/billing.table.js';
 import { documentChunks, documents, ingestionTasks } from '../documents/documents.table.js';
+import { sleep } from '../../../test/support/wait.js';
 
 /**
  * Crash safety on the distributed profile with real processes: an API app without a worker
@@ -29,7 +30,6 @@ const KILLS = 8;
 const BOUND_MS = 60_000;
 
 const distributed = Boolean(process.env.TEST_DATABASE_URL && testRedisUrl);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.skipIf(!distributed)('worker processes killed with SIGKILL during ingestion', () => {
   let site: LocalSite;

@@ -3,17 +3,8 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createTestApp } from '../../../test/support/app.js';
 import { recordUsage } from '../../../test/support/billing.js';
-import {
-  chatWorld,
-  deltaText,
-  injectStream,
-  ledgerRows,
-  listenUrl,
-  messageRows,
-  openHttpStream,
-  useChatTestApp,
-  waitUntil,
-} from '../../../test/support/chat.js';
+import { chatWorld, deltaText, injectStream, ledgerRows, listenUrl, messageRows, openHttpStream, useChatTestApp } from '../../../test/support/chat.js';
+import { waitUntil } from '../../../test/support/wait.js';
 import { creditReservations } from '../billing/billing.table.js';
 import { GENERIC_MODEL_FAILURE, GENERIC_REPLY_FAILURE } from './messages.service.js';
 

@@ -17,6 +17,7 @@ import * as repo from './jobs.repo.js';
 import { backgroundJobs, workerHeartbeats } from './jobs.table.js';
 import { createMemoryQueue } from './memory.js';
 import type { JobContext, JobFailure, JobQueue } from './port.js';
+import { sleep, waitUntil } from '../../../test/support/wait.js';
 
 /**
  * The job system on each transport, on this worker's real database: the outbox, claims and
@@ -52,16 +53,6 @@ const SETTINGS: JobSystemSettings = {
   retentionDays: 7,
   concurrency: 2,
 };
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
 
 /** A pid that belonged to a process which has exited. */
 function deadPid(): number {
@@ -369,7 +360,7 @@ describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
       );
       await jobs.startWorker();
       const job = await jobs.enqueue('long', {});
-      await until(async () => (await row(job.id)).state === 'running');
+      await waitUntil(async () => (await row(job.id)).state === 'running');
       for (let i = 0; i < 4; i += 1) {
         await sleep(500);
         expect((await jobs.reconcile())!.redriven).toBe(0);
@@ -388,7 +379,7 @@ describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
             payload: z.object({}),
             async handler(_p, context) {
               if (context.attempt > 1) return;
-              await until(() => context.signal.aborted, 5000).catch(() => undefined);
+              await waitUntil(() => context.signal.aborted, 5000).catch(() => undefined);
               aborted = context.signal.aborted;
             },
           }),
@@ -397,10 +388,10 @@ describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
       );
       await jobs.startWorker();
       const job = await jobs.enqueue('usurped', {});
-      await until(async () => (await row(job.id)).state === 'running');
+      await waitUntil(async () => (await row(job.id)).state === 'running');
       // Another reconciler re-drove it (as if this run had hung past its lease).
       await repo.requeueJob(db(), job.id, { deliveryId: job.deliveryId, state: 'running' }, { deliveryId: randomUUID(), delayMs: 60_000, redrive: true });
-      await until(() => aborted, 5000);
+      await waitUntil(() => aborted, 5000);
       expect(captured.lines().some((l) => /lost its lease/.test(l.msg ?? ''))).toBe(true);
     });
 
@@ -435,7 +426,7 @@ describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
       expect(text).toMatch(/queue_oldest_waiting_seconds\{queue="metered"\} (9|1\d)\./);
       expect(text).toContain('queue_workers_live 0');
       await jobs.startWorker();
-      await until(async () => (await row(waiting.id)).state === 'done');
+      await waitUntil(async () => (await row(waiting.id)).state === 'done');
       await expect(jobs.checkWorkers()).resolves.toBeUndefined();
       await sleep(600); // past the one-scrape cache
       text = await registry.metrics();

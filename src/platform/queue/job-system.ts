@@ -124,7 +124,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
     // Recorded before (the same id): dispatching it again is harmless.
     const existing = await repo.findJob(tx, id);
     if (!existing || existing.name !== name) throw new Error(`Job id ${id} is taken by another job`);
-    return { id, name, deliveryId: existing.deliveryId, delayMs: 0 };
+    return { id, name, deliveryId: existing.deliveryId, delayMs: await repo.delayOf(tx, id) };
   }
 
   const deliver = (job: RecordedJob) =>

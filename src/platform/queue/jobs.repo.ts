@@ -12,6 +12,7 @@ import { backgroundJobs, type JobState, workerHeartbeats } from './jobs.table.js
 export type JobRow = typeof backgroundJobs.$inferSelect;
 
 const secondsFromNow = (seconds: number) => sql`now() + make_interval(secs => ${seconds})`;
+const secondsAgo = (seconds: number) => sql`now() - make_interval(secs => ${seconds})`;
 
 export async function insertJob(
   db: DbOrTx,
@@ -163,7 +164,7 @@ export async function undeliveredJobs(db: DbOrTx, olderThanSeconds: number, limi
       and(
         eq(backgroundJobs.state, 'queued'),
         isNull(backgroundJobs.deliveredAt),
-        lte(backgroundJobs.updatedAt, sql`now() - make_interval(secs => ${olderThanSeconds})`),
+        lte(backgroundJobs.updatedAt, secondsAgo(olderThanSeconds)),
       ),
     )
     .orderBy(backgroundJobs.runAfter)
@@ -172,7 +173,7 @@ export async function undeliveredJobs(db: DbOrTx, olderThanSeconds: number, limi
 
 /** Delivered, due for a while, and not started: is the delivery still on the queue? */
 export async function unconfirmedDeliveries(db: DbOrTx, graceSeconds: number, limit: number): Promise<JobRow[]> {
-  const before = sql`now() - make_interval(secs => ${graceSeconds})`;
+  const before = secondsAgo(graceSeconds);
   return db
     .select()
     .from(backgroundJobs)
@@ -289,11 +290,11 @@ export async function liveWorkerCount(db: DbOrTx, staleAfterSeconds: number): Pr
   const [row] = await db
     .select({ n: sql<number>`count(*)::int` })
     .from(workerHeartbeats)
-    .where(sql`${workerHeartbeats.lastSeenAt} > now() - make_interval(secs => ${staleAfterSeconds})`);
+    .where(sql`${workerHeartbeats.lastSeenAt} > ${secondsAgo(staleAfterSeconds)}`);
   return row?.n ?? 0;
 }
 
 /** Heartbeats silent for a day belong to workers that are long gone. */
 export async function deleteStaleHeartbeats(db: DbOrTx, olderThanSeconds = 86_400): Promise<void> {
-  await db.delete(workerHeartbeats).where(lt(workerHeartbeats.lastSeenAt, sql`now() - make_interval(secs => ${olderThanSeconds})`));
+  await db.delete(workerHeartbeats).where(lt(workerHeartbeats.lastSeenAt, secondsAgo(olderThanSeconds)));
 }

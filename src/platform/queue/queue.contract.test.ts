@@ -5,6 +5,7 @@ import { deleteKeys, testRedisUrl, uniquePrefix } from '../../../test/support/re
 import { createBullmqQueue } from './bullmq.js';
 import { createMemoryQueue } from './memory.js';
 import type { Delivery, JobQueue } from './port.js';
+import { sleep, waitUntil } from '../../../test/support/wait.js';
 
 /**
  * One contract, every transport: the in-process queue must deliver like BullMQ so that the
@@ -35,16 +36,6 @@ afterAll(async () => {
   const url = testRedisUrl;
   if (url) await Promise.all(prefixes.map((prefix) => deleteKeys(url, prefix)));
 });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(10);
-  }
-}
 
 const delivery = (name = 'greet'): Delivery => ({ name, jobId: randomUUID(), deliveryId: randomUUID() });
 
@@ -111,9 +102,9 @@ describe.each(adapters)('job queue contract: $kind', ({ kind, skip, make }) => {
       await queue.deliver(later, { delayMs: 400 });
       expect(await queue.state(later.deliveryId)).toBe('delayed');
       await queue.deliver(slow);
-      await until(async () => (await queue.state(slow.deliveryId)) === 'active');
+      await waitUntil(async () => (await queue.state(slow.deliveryId)) === 'active');
       await queue.deliver(broken);
-      await until(async () => (await queue.state(broken.deliveryId)) === 'failed');
+      await waitUntil(async () => (await queue.state(broken.deliveryId)) === 'failed');
       release();
       await queue.drain(10_000);
       expect(await queue.state(slow.deliveryId)).toBe('completed');
@@ -172,7 +163,7 @@ describe.each(adapters)('job queue contract: $kind', ({ kind, skip, make }) => {
         finished = true;
       });
       await queue.deliver(delivery());
-      await until(() => started);
+      await waitUntil(() => started);
       await queue.close();
       expect(finished).toBe(true);
       await expect(queue.deliver(delivery())).rejects.toThrow(/closed/);

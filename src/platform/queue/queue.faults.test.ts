@@ -8,6 +8,7 @@ import { newUser, newWorkspace, type TestUser } from '../../../test/support/fact
 import { hasRedisServer, type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
 import { documents, ingestionTasks } from '../../modules/documents/documents.table.js';
 import { backgroundJobs } from './jobs.table.js';
+import { sleep, waitUntil } from '../../../test/support/wait.js';
 
 /**
  * The queue's Redis goes away or loses its data (Redis profile only; a private redis-server the
@@ -17,15 +18,7 @@ import { backgroundJobs } from './jobs.table.js';
  */
 
 const PAGES = 8;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(50);
-  }
-}
 
 describe.skipIf(!process.env.TEST_REDIS_URL || !hasRedisServer)('the queue when Redis fails', () => {
   let redis: RedisServer;
@@ -64,6 +57,16 @@ describe.skipIf(!process.env.TEST_REDIS_URL || !hasRedisServer)('the queue when 
     await site?.close();
   });
 
+  /** An app with its worker on the private Redis, empty tables, an owner and a workspace. */
+  async function world() {
+    const t = await createTestApp(env);
+    apps.push(t);
+    await truncateAll(t.database);
+    const owner = await newUser(t);
+    const ws = await newWorkspace(t, owner);
+    return { t, owner, ws };
+  }
+
   async function importPages(t: TestApp, owner: TestUser, wsId: string, maxMs = 2000) {
     const ids: string[] = [];
     for (let i = 0; i < PAGES; i += 1) {
@@ -91,15 +94,11 @@ describe.skipIf(!process.env.TEST_REDIS_URL || !hasRedisServer)('the queue when 
   }
 
   it('with Redis down, from-url/ still answers 202 within 2 s; the imports run once Redis is back', { timeout: 60_000 }, async () => {
-    const t = await createTestApp(env);
-    apps.push(t);
-    await truncateAll(t.database);
-    const owner = await newUser(t);
-    const ws = await newWorkspace(t, owner);
+    const { t, owner, ws } = await world();
     await redis.stop();
     const ids = await importPages(t, owner, ws.id);
     // Recorded, not delivered: each failed dispatch set the outbox mark.
-    await waitFor(async () => {
+    await waitUntil(async () => {
       const rows = await t.deps.database.db.select().from(backgroundJobs);
       return rows.length === PAGES && rows.every((r) => r.state === 'queued' && r.deliveredAt === null);
     });
@@ -111,11 +110,7 @@ describe.skipIf(!process.env.TEST_REDIS_URL || !hasRedisServer)('the queue when 
   });
 
   it('with Redis hung (no answer at all), from-url/ still answers within 2 s', { timeout: 60_000 }, async () => {
-    const t = await createTestApp(env);
-    apps.push(t);
-    await truncateAll(t.database);
-    const owner = await newUser(t);
-    const ws = await newWorkspace(t, owner);
+    const { t, owner, ws } = await world();
     redis.pause();
     const ids = await importPages(t, owner, ws.id, 2200);
     redis.resume();
@@ -123,11 +118,7 @@ describe.skipIf(!process.env.TEST_REDIS_URL || !hasRedisServer)('the queue when 
   });
 
   it('Redis restarted empty while imports wait, with the worker running: every import completes', { timeout: 60_000 }, async () => {
-    const t = await createTestApp(env);
-    apps.push(t);
-    await truncateAll(t.database);
-    const owner = await newUser(t);
-    const ws = await newWorkspace(t, owner);
+    const { t, owner, ws } = await world();
     const ids = await importPages(t, owner, ws.id);
     // One runs (concurrency 1, each page takes 300 ms); the others wait in Redis.
     const client = new Redis(redis.url);
@@ -143,11 +134,7 @@ describe.skipIf(!process.env.TEST_REDIS_URL || !hasRedisServer)('the queue when 
   });
 
   it('Redis stopped and started empty while imports wait: every import completes without a restart', { timeout: 60_000 }, async () => {
-    const t = await createTestApp(env);
-    apps.push(t);
-    await truncateAll(t.database);
-    const owner = await newUser(t);
-    const ws = await newWorkspace(t, owner);
+    const { t, owner, ws } = await world();
     const ids = await importPages(t, owner, ws.id);
     await redis.stop();
     await sleep(500);
