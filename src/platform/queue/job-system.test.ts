@@ -410,6 +410,18 @@ describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
       expect(beats.map((b) => b.id)).toEqual([jobs.workerId]);
     });
 
+    it('a process without a worker warns at start-up when no worker is alive, and not when one is', async () => {
+      const jobs = system([defineJob({ name: 'watched', payload: z.object({}), handler: async () => {} })]);
+      await jobs.watchWorkers();
+      const warned = () => captured.lines().filter((l) => l.level === 40 && /no live worker is registered/.test(l.msg ?? ''));
+      expect(warned()).toHaveLength(1);
+      const peer = system([defineJob({ name: 'watched', payload: z.object({}), handler: async () => {} })]);
+      await peer.startWorker();
+      const quiet = system([defineJob({ name: 'watched', payload: z.object({}), handler: async () => {} })]);
+      await quiet.watchWorkers();
+      expect(warned()).toHaveLength(1);
+    });
+
     it('reports counts, the oldest wait and live workers as metrics, and fails the workers check when jobs wait with none alive', async () => {
       const registry = new Registry();
       const jobs = system([defineJob({ name: 'metered', payload: z.object({}), handler: async () => {} })], {
