@@ -113,6 +113,22 @@ const envSchema = z.object({
   YOUTUBE_BASE_URL: z.url().default('https://www.youtube.com'),
 
   ALLOW_SIGNUP: bool(true),
+  /** When true, login is refused (403 email_not_verified) until the account's email is verified. */
+  REQUIRE_EMAIL_VERIFICATION: bool(false),
+  /** Lifetime of activation and email-change links in seconds (default 3 days). */
+  EMAIL_TOKEN_TTL_SECONDS: z.coerce.number().int().positive().default(3 * 24 * 3600),
+  /** Attempts per address and per client IP on login, password reset, activation resend and email change. */
+  THROTTLE_LOGIN: rate('10/minute'),
+  /** Origins browsers may call the API from (comma-separated, exact `scheme://host[:port]`); empty: none. */
+  CORS_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
   /** Lifetime of an API token in seconds (default 30 days). */
   AUTH_TOKEN_TTL: z.coerce.number().int().positive().default(30 * 24 * 3600),
   INVITATION_TTL_SECONDS: z.coerce.number().int().positive().default(7 * 24 * 3600),

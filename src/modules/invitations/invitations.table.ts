@@ -20,6 +20,8 @@ export const invitations = pgTable(
     role: text('role', { enum: ['admin', 'member'] }).notNull(),
     status: text('status', { enum: invitationStatuses }).notNull().default('pending'),
     invitedBy: integer('invited_by').references(() => users.id, { onDelete: 'set null' }),
+    /** SHA-256 of the secret in the invitation mail's link (proof of the mailbox); null for invitations made before tokens existed. */
+    tokenHash: text('token_hash').unique(),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     respondedAt: timestamp('responded_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
