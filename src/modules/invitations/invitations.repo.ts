@@ -37,6 +37,7 @@ function selectViews(db: DbOrTx) {
       role: invitations.role,
       status: invitations.status,
       invitedBy: invitations.invitedBy,
+      tokenHash: invitations.tokenHash,
       expiresAt: invitations.expiresAt,
       respondedAt: invitations.respondedAt,
       createdAt: invitations.createdAt,
