@@ -112,7 +112,13 @@ describe.skipIf(!distributed)('worker processes killed with SIGKILL during inges
       const open = (await tasks()).filter((t) => !['SUCCESS', 'FAILURE'].includes(t.status));
       if (open.length === 0) break;
       if (Date.now() - startedAt > BOUND_MS) {
-        throw new Error(`${open.length} tasks still open after ${BOUND_MS} ms: ${JSON.stringify(open.map((t) => t.status))}\n${last.output().slice(-3000)}`);
+        const jobs = await db.select().from(backgroundJobs).where(inArray(backgroundJobs.id, open.map((t) => t.id)));
+        const lines = workers.flatMap((w, i) =>
+          w.output().split('\n').filter((line) => open.some((t) => line.includes(t.id))).map((line) => `worker ${i} (pid ${w.pid}): ${line}`),
+        );
+        throw new Error(
+          `${open.length} tasks still open after ${BOUND_MS} ms: ${JSON.stringify(open)}\njobs: ${JSON.stringify(jobs)}\n${lines.join('\n')}`,
+        );
       }
       await sleep(200);
     }
