@@ -15,6 +15,8 @@ export function ingestDocumentJob(ingestion: () => IngestionService, options: { 
     payload: z.object({ taskId: z.uuid() }),
     attempts: 3,
     backoffMs: options.backoffMs ?? 5000,
+    // Large PDFs with embeddings take minutes; a run stuck past this is let go and retried.
+    timeoutMs: 10 * 60_000,
     handler: ({ taskId }, context) => ingestion().run(taskId, context),
     onRetry: (tx, { taskId }, failure) => ingestion().markRetry(tx, taskId, failure),
     onGiveUp: (tx, { taskId }, failure) => ingestion().markFailed(tx, taskId, failure),

@@ -79,7 +79,13 @@ function isRetryable(error: unknown): boolean {
 export function createIngestionService(deps: IngestionServiceDeps) {
   const { db, config, plans, credit, storage, fetcher, modelRegistry, log } = deps;
 
-  async function embed(taskId: string, workspaceId: string, texts: string[], userId: number | null): Promise<number[][] | null> {
+  async function embed(
+    taskId: string,
+    workspaceId: string,
+    texts: string[],
+    userId: number | null,
+    signal: AbortSignal | undefined,
+  ): Promise<number[][] | null> {
     if (!config.EMBEDDING_MODEL || texts.length === 0) return null;
     const { model, entry } = modelRegistry.embeddingModel(config.EMBEDDING_MODEL);
     const estimate = (texts.join(' ').length / 4) * (entry.input_price_per_million / 1_000_000);
@@ -93,6 +99,8 @@ export function createIngestionService(deps: IngestionServiceDeps) {
           values: texts.slice(i, i + EMBED_BATCH),
           providerOptions: dimensionOptions,
           maxRetries: 2,
+          // The run's signal: aborted when it times out or another worker took the job over.
+          ...(signal ? { abortSignal: signal } : {}),
         });
         tokens += result.usage.tokens;
         vectors.push(...result.embeddings);
@@ -166,7 +174,7 @@ export function createIngestionService(deps: IngestionServiceDeps) {
         const chunks = chunkDocument(extracted);
         if (chunks.length === 0) throw new IngestionError('no_text', 'No text could be found in this document.');
         context.signal?.throwIfAborted();
-        const embeddings = await embed(taskId, document.workspaceId, chunks.map((c) => c.content), document.uploadedBy);
+        const embeddings = await embed(taskId, document.workspaceId, chunks.map((c) => c.content), document.uploadedBy, context.signal);
         context.signal?.throwIfAborted();
 
         if (document.sourceKind !== 'upload') {

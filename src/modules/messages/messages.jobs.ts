@@ -14,6 +14,8 @@ export function agentReplyJob(messages: () => MessagesService, options: { backof
     payload: z.object({ taskId: z.uuid() }),
     attempts: 3,
     backoffMs: options.backoffMs ?? 2000,
+    // A reply with tool calls takes seconds to a few minutes; one stuck past this is let go and retried.
+    timeoutMs: 5 * 60_000,
     handler: ({ taskId }) => messages().runAgentTask(taskId),
     onRetry: (tx, { taskId }) => messages().markAgentTaskRetry(tx, taskId),
     onGiveUp: (tx, { taskId }, failure) => messages().markAgentTaskFailed(tx, taskId, failure),

@@ -12,7 +12,7 @@ import type { DbOrTx } from '../../db/client.js';
 import { currentRequestId, runWithRequestContext } from '../request-context.js';
 import { createBullmqQueue } from './bullmq.js';
 import { createJobSystem, type JobSystemSettings } from './job-system.js';
-import { type AnyJobDefinition, defineJob, JobPayloadError, UnrecoverableJobError } from './jobs.js';
+import { type AnyJobDefinition, defineJob, JobPayloadError, JobTimeoutError, UnrecoverableJobError } from './jobs.js';
 import * as repo from './jobs.repo.js';
 import { backgroundJobs, workerHeartbeats } from './jobs.table.js';
 import { createMemoryQueue } from './memory.js';
@@ -393,6 +393,34 @@ describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
       await repo.requeueJob(db(), job.id, { deliveryId: job.deliveryId, state: 'running' }, { deliveryId: randomUUID(), delayMs: 60_000, redrive: true });
       await waitUntil(() => aborted, 5000);
       expect(captured.lines().some((l) => /lost its lease/.test(l.msg ?? ''))).toBe(true);
+    });
+
+    it('a run that never ends is let go after the job\'s timeout: retried, then given up', async () => {
+      const failures: unknown[] = [];
+      let runs = 0;
+      const jobs = system([
+        defineJob({
+          name: 'stuck',
+          payload: z.object({}),
+          attempts: 2,
+          backoffMs: 10,
+          timeoutMs: 200,
+          async handler(_p, context) {
+            runs += 1;
+            // Never settles, whatever the signal says (a call without a timeout of its own).
+            await new Promise(() => undefined);
+            void context;
+          },
+          onGiveUp: async (_tx, _p, failure) => void failures.push(failure.error),
+        }),
+      ]);
+      await jobs.startWorker();
+      const job = await jobs.enqueue('stuck', {});
+      await jobs.drain(10_000);
+      expect(runs).toBe(2);
+      expect(failures).toHaveLength(1);
+      expect(failures[0]).toBeInstanceOf(JobTimeoutError);
+      expect(await row(job.id)).toMatchObject({ state: 'failed', attempts: 2, lastError: 'The job run took longer than 200 ms' });
     });
 
     it('at start-up, ends at once the runs of dead workers of this host', async () => {

@@ -12,6 +12,7 @@ import {
   type JobRecorder,
   preparePayload,
   type ResolvedDefinition,
+  JobTimeoutError,
   resolveDefinition,
   UnrecoverableJobError,
 } from './jobs.js';
@@ -218,13 +219,21 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
     }
     const controller = new AbortController();
     const stopLease = keepLease(row.id, row.deliveryId, controller);
+    const timer = setTimeout(() => controller.abort(new JobTimeoutError(resolved.timeoutMs)), resolved.timeoutMs);
+    const stop = () => {
+      stopLease();
+      clearTimeout(timer);
+    };
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     const context = { jobId: row.id, attempt: row.attempts, isFinalAttempt: row.attempts >= row.maxAttempts, signal: controller.signal };
     try {
-      await runWithRequestContext({ requestId: row.requestId ?? `job-${row.id}` }, () => resolved.handler(parsed.data, context));
+      const run = runWithRequestContext({ requestId: row.requestId ?? `job-${row.id}` }, () => resolved.handler(parsed.data, context));
+      // A run that times out or loses its lease is let go at once, whether or not the handler
+      // notices its signal (its late writes are fenced by the delivery id and the domain's own checks).
+      await Promise.race([run, rejectWhenAborted(controller.signal)]);
     } catch (error) {
-      stopLease();
+      stop();
       const failure: JobFailure = { reason: 'failed', error };
       const from = { deliveryId: row.deliveryId, state: 'running' as const };
       if (error instanceof UnrecoverableJobError || context.isFinalAttempt) {
@@ -245,7 +254,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
       }
       return;
     }
-    stopLease();
+    stop();
     if (await repo.completeJob(db, row.id, row.deliveryId)) {
       metrics.completed.inc({ queue: row.name });
       metrics.duration.observe({ queue: row.name, outcome: 'completed' }, seconds());
@@ -464,6 +473,14 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
 }
 
 export type JobSystem<Defs extends readonly AnyJobDefinition[]> = ReturnType<typeof createJobSystem<Defs>>;
+
+/** Rejects with the signal's reason once it aborts (never settles otherwise). */
+function rejectWhenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
 
 function processExists(pid: number): boolean {
   try {

@@ -9,6 +9,7 @@ import type { JobDefinition, RecordedJob, RecordOptions } from './port.js';
 
 export const DEFAULT_ATTEMPTS = 3;
 export const DEFAULT_BACKOFF_MS = 1000;
+export const DEFAULT_TIMEOUT_MS = 15 * 60_000;
 
 const JOB_NAME = /^[a-z][a-z0-9._-]{0,99}$/;
 
@@ -35,6 +36,15 @@ export class UnrecoverableJobError extends Error {
 export interface ResolvedDefinition extends JobDefinition {
   readonly attempts: number;
   readonly backoffMs: number;
+  readonly timeoutMs: number;
+}
+
+/** A run took longer than its job's `timeoutMs`. */
+export class JobTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`The job run took longer than ${ms} ms`);
+    this.name = 'JobTimeoutError';
+  }
 }
 
 export function resolveDefinition(definition: JobDefinition): ResolvedDefinition {
@@ -45,6 +55,8 @@ export function resolveDefinition(definition: JobDefinition): ResolvedDefinition
   const backoffMs = definition.backoffMs ?? DEFAULT_BACKOFF_MS;
   if (!Number.isInteger(attempts) || attempts < 1) throw new Error(`Job ${definition.name}: attempts must be an integer >= 1`);
   if (!Number.isFinite(backoffMs) || backoffMs < 0) throw new Error(`Job ${definition.name}: backoffMs must be >= 0`);
+  const timeoutMs = definition.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error(`Job ${definition.name}: timeoutMs must be > 0`);
   return {
     ...definition,
     handler: definition.handler.bind(definition),
@@ -52,6 +64,7 @@ export function resolveDefinition(definition: JobDefinition): ResolvedDefinition
     onGiveUp: definition.onGiveUp?.bind(definition),
     attempts,
     backoffMs,
+    timeoutMs,
   };
 }
 

@@ -72,6 +72,11 @@ export interface JobDefinition<Name extends string = string, Schema extends z.Zo
   readonly attempts?: number;
   /** Base delay of the exponential backoff: retry n waits backoffMs * 2^(n-1) (default 1000 ms). */
   readonly backoffMs?: number;
+  /**
+   * Longest a run may take (default 15 minutes): past it the run's signal is aborted and the
+   * attempt fails, so a handler stuck on a call that never answers cannot hold its job forever.
+   */
+  readonly timeoutMs?: number;
 }
 
 export interface RecordOptions {
