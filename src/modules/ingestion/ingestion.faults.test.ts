@@ -76,6 +76,8 @@ describe.skipIf(!distributed)('worker processes killed with SIGKILL during inges
 
   const workerEnv = () => ({
     ...env,
+    // Every claim and stale delivery is logged, for the diagnosis when the test fails.
+    LOG_LEVEL: 'debug',
     DATABASE_URL: api.database.url!,
     REDIS_URL: testRedisUrl!,
     SECRET_KEY: api.config.SECRET_KEY!,

@@ -206,7 +206,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
     const resolved = definition(delivery.name);
     const row = await repo.claimJob(db, delivery.jobId, delivery.deliveryId, worker.id, settings.leaseSeconds);
     if (!row) {
-      log.debug({ job: delivery.name, jobId: delivery.jobId }, 'stale or duplicate delivery ignored');
+      log.debug({ job: delivery.name, jobId: delivery.jobId, deliveryId: delivery.deliveryId }, 'stale or duplicate delivery ignored');
       return;
     }
     const fields = { job: row.name, jobId: row.id, requestId: row.requestId ?? undefined, attempt: row.attempts, attempts: row.maxAttempts };
@@ -217,6 +217,7 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
       log.error({ ...fields, issues: parsed.error.issues }, 'job failed for good: its payload no longer validates');
       return;
     }
+    log.debug(fields, 'job started');
     const controller = new AbortController();
     const stopLease = keepLease(row.id, row.deliveryId, controller);
     const timer = setTimeout(() => controller.abort(new JobTimeoutError(resolved.timeoutMs)), resolved.timeoutMs);
