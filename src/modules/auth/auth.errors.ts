@@ -14,6 +14,18 @@ export const authErrors = {
     new ValidationError('Invalid password.', { current_password: ['Invalid password.'] }, 'invalid_password'),
   invalidResetToken: () =>
     new ValidationError('Invalid or expired reset link.', { token: ['Invalid or expired reset link.'] }, 'invalid_token'),
+  invalidActivationToken: () =>
+    new ValidationError(
+      'Invalid, used or expired activation link.',
+      { token: ['Invalid, used or expired activation link.'] },
+      'invalid_token',
+    ),
+  emailNotVerified: () =>
+    new PermissionDeniedError(
+      'Confirm your email address first: open the link in the activation mail, or ask for a new one with ' +
+        'POST /auth/users/resend_activation/.',
+      'email_not_verified',
+    ),
   ownsWorkspaces: () =>
     new ConflictError(
       'You own workspaces. Transfer their ownership or delete them before deleting your account.',

@@ -64,7 +64,7 @@ describe('token login and logout', () => {
     const token = res.json().auth_token as string;
     expect(token.length).toBeGreaterThan(30);
     const me = await t.get('/auth/users/me/', { token });
-    expect(me.json()).toEqual({ id: user.id, email: user.email, name: user.name });
+    expect(me.json()).toEqual({ id: user.id, email: user.email, name: user.name, email_verified: true });
     // Only the hash is stored.
     const rows = await t.deps.database.db.select().from(authTokens).where(eq(authTokens.userId, user.id));
     expect(rows.map((r) => r.tokenHash)).not.toContain(token);
@@ -110,7 +110,7 @@ describe('me', () => {
     const other = await newUser(t);
     const res = await t.patch('/auth/users/me/', { name: 'New Name', email: 'New@Example.com' }, user);
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ id: user.id, email: 'new@example.com', name: 'New Name' });
+    expect(res.json()).toEqual({ id: user.id, email: 'new@example.com', name: 'New Name', email_verified: true });
     const clash = await t.patch('/auth/users/me/', { email: other.email }, user);
     expect(clash.statusCode).toBe(400);
     expect(clash.json().code).toBe('email_taken');

@@ -2,9 +2,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { currentUser } from '../../platform/auth.js';
 import {
+  accountOut,
+  activationBody,
   deleteMeBody,
   loginBody,
   registerBody,
+  resendActivationBody,
   resetPasswordBody,
   resetPasswordConfirmBody,
   setPasswordBody,
@@ -36,7 +39,7 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
     return reply.code(204).send();
   });
 
-  app.get('/auth/users/me/', { schema: { tags, response: { 200: userOut } } }, async (request) =>
+  app.get('/auth/users/me/', { schema: { tags, response: { 200: accountOut } } }, async (request) =>
     auth.getMe(currentUser(request)),
   );
 
@@ -44,7 +47,7 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
     app.route({
       method,
       url: '/auth/users/me/',
-      schema: { tags, body: updateMeBody, response: { 200: userOut } },
+      schema: { tags, body: updateMeBody, response: { 200: accountOut } },
       handler: async (request) => auth.updateMe(currentUser(request), request.body),
     });
   }
@@ -78,6 +81,44 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
     async (request, reply) => {
       const { uid, token, new_password } = request.body;
       await auth.confirmPasswordReset(uid, token, new_password);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/auth/users/activation/',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        description:
+          'Proves the account\'s email address with the uid and token of the activation mail (sent on registration). ' +
+          'The token works once and expires after EMAIL_TOKEN_TTL_SECONDS; otherwise 400 `invalid_token`.',
+        body: activationBody,
+        response: noContent,
+      },
+    },
+    async (request, reply) => {
+      await auth.activate(request.body.uid, request.body.token);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/auth/users/resend_activation/',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        description:
+          'Mails a new activation link when the address belongs to an account that is not verified yet; older links ' +
+          'stop working. Always 204, so it does not reveal which addresses have accounts.',
+        body: resendActivationBody,
+        response: noContent,
+      },
+    },
+    async (request, reply) => {
+      await auth.resendActivation(request.body.email);
       return reply.code(204).send();
     },
   );

@@ -13,6 +13,10 @@ export const password = z
 export const userOut = z.object({ id: z.number().int(), email: z.string(), name: z.string() });
 export type UserOut = z.output<typeof userOut>;
 
+/** The caller's own account: a user plus whether its email address is proven. */
+export const accountOut = userOut.extend({ email_verified: z.boolean() });
+export type AccountOut = z.output<typeof accountOut>;
+
 export const registerBody = z.object({ email, password, name: userName.default('') });
 export const loginBody = z.object({ email: z.string().max(254), password: z.string().max(128) });
 export const tokenOut = z.object({ auth_token: z.string() });
@@ -20,8 +24,13 @@ export const updateMeBody = z.object({ email: email.optional(), name: userName.o
 export const deleteMeBody = z.object({ current_password: z.string().max(128) });
 export const setPasswordBody = z.object({ current_password: z.string().max(128), new_password: password });
 export const resetPasswordBody = z.object({ email: z.string().max(254) });
+/** A user id as mailed links carry it (string or number). */
+const uid = z.union([z.string().max(32), z.number().int()]).transform(String);
+const mailedToken = z.string().min(1).max(128);
 export const resetPasswordConfirmBody = z.object({
-  uid: z.union([z.string().max(32), z.number().int()]).transform(String),
-  token: z.string().min(1).max(128),
+  uid,
+  token: mailedToken,
   new_password: password,
 });
+export const activationBody = z.object({ uid, token: mailedToken });
+export const resendActivationBody = z.object({ email: z.string().max(254) });

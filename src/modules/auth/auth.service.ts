@@ -8,11 +8,20 @@ import { randomToken, sha256Hex } from '../../platform/secrets.js';
 import * as usersRepo from '../users/users.repo.js';
 import { countOwnedWorkspaces } from '../workspaces/workspaces.repo.js';
 import { authErrors } from './auth.errors.js';
-import type { UserOut } from './auth.schemas.js';
+import { activationMail } from './auth.mail.js';
+import type { AccountOut, UserOut } from './auth.schemas.js';
 
 export interface AuthServiceDeps {
   db: Db;
-  config: Pick<Config, 'ALLOW_SIGNUP' | 'AUTH_TOKEN_TTL' | 'PASSWORD_RESET_TTL_SECONDS' | 'publicBaseUrl'>;
+  config: Pick<
+    Config,
+    | 'ALLOW_SIGNUP'
+    | 'AUTH_TOKEN_TTL'
+    | 'PASSWORD_RESET_TTL_SECONDS'
+    | 'REQUIRE_EMAIL_VERIFICATION'
+    | 'EMAIL_TOKEN_TTL_SECONDS'
+    | 'publicBaseUrl'
+  >;
   mailer: Mailer;
   log: Logger;
 }
@@ -28,6 +37,11 @@ const TOUCH_INTERVAL_MS = 60_000;
 
 export function toUserOut(user: { id: number; email: string; name: string }): UserOut {
   return { id: user.id, email: user.email, name: user.name };
+}
+
+/** The caller's own account, with whether its current address is proven. */
+export function toAccountOut(user: usersRepo.UserRow): AccountOut {
+  return { ...toUserOut(user), email_verified: user.emailVerifiedAt !== null };
 }
 
 export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) {
@@ -46,6 +60,23 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
     return verify(user.passwordHash, plain).catch(() => false);
   }
 
+  const emailTokenExpiry = () => new Date(Date.now() + config.EMAIL_TOKEN_TTL_SECONDS * 1000);
+
+  /** Mails a new activation link (superseding older ones); a mail failure is logged, not thrown. */
+  async function sendActivation(user: usersRepo.UserRow): Promise<void> {
+    const token = randomToken();
+    const expiresAt = emailTokenExpiry();
+    await usersRepo.replaceEmailToken(db, { userId: user.id, purpose: 'activation', tokenHash: sha256Hex(token), expiresAt });
+    try {
+      await mailer.send(
+        activationMail({ to: user.email, uid: user.id, token, expiresAt, publicBaseUrl: config.publicBaseUrl }),
+      );
+    } catch (error) {
+      // The account stands; resend_activation/ mails a new link. The outbox keeps the failure.
+      log.error({ err: error, userId: user.id }, 'activation mail could not be sent');
+    }
+  }
+
   return {
     async register(input: { email: string; password: string; name: string }): Promise<UserOut> {
       if (!config.ALLOW_SIGNUP) throw authErrors.signupDisabled();
@@ -57,12 +88,15 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
       });
       // A concurrent registration of the same email wins the unique index.
       if (!user) throw authErrors.emailTaken();
+      await sendActivation(user);
       return toUserOut(user);
     },
 
     async login(email: string, password: string): Promise<{ auth_token: string }> {
       const user = await usersRepo.findUserByEmail(db, email);
       if (!(await checkPassword(user, password)) || !user?.isActive) throw authErrors.invalidCredentials();
+      // Only after the password check, so the answer tells nothing to someone without it.
+      if (config.REQUIRE_EMAIL_VERIFICATION && user.emailVerifiedAt === null) throw authErrors.emailNotVerified();
       return { auth_token: await issueToken(user.id) };
     },
 
@@ -80,13 +114,13 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
       return { id: found.user.id, email: found.user.email, name: found.user.name, tokenId: found.token.id };
     },
 
-    async getMe(caller: AuthUser): Promise<UserOut> {
+    async getMe(caller: AuthUser): Promise<AccountOut> {
       const user = await usersRepo.findUserById(db, caller.id);
       if (!user) throw authErrors.invalidCredentials();
-      return toUserOut(user);
+      return toAccountOut(user);
     },
 
-    async updateMe(caller: AuthUser, input: { email?: string; name?: string }): Promise<UserOut> {
+    async updateMe(caller: AuthUser, input: { email?: string; name?: string }): Promise<AccountOut> {
       if (input.email !== undefined) {
         const other = await usersRepo.findUserByEmail(db, input.email);
         if (other && other.id !== caller.id) throw authErrors.emailTaken();
@@ -95,7 +129,7 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
         if ((error as { cause?: { code?: string } }).cause?.code === '23505') throw authErrors.emailTaken();
         throw error;
       });
-      return toUserOut(user!);
+      return toAccountOut(user!);
     },
 
     async deleteMe(caller: AuthUser, currentPassword: string): Promise<void> {
@@ -138,7 +172,10 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
       });
     },
 
-    /** Sets a new password from a mailed secret; the secret works once and every session ends. */
+    /**
+     * Sets a new password from a mailed secret; the secret works once and every session ends.
+     * The secret was mailed to the account's address, so using it also proves that address.
+     */
     async confirmPasswordReset(uid: string, token: string, newPassword: string): Promise<void> {
       const userId = Number(uid);
       const passwordHash = await hashPassword(newPassword);
@@ -146,8 +183,32 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
         const owner = await usersRepo.consumePasswordReset(tx, sha256Hex(token));
         if (owner === undefined || owner !== userId) throw authErrors.invalidResetToken();
         await usersRepo.updateUser(tx, owner, { passwordHash });
+        await usersRepo.markEmailVerified(tx, owner);
         await usersRepo.deleteUserTokens(tx, owner);
       });
+    },
+
+    /** Proves the account's address with the mailed activation secret (single-use, expiring). */
+    async activate(uid: string, token: string): Promise<void> {
+      const userId = Number(uid);
+      await db.transaction(async (tx) => {
+        const found = await usersRepo.consumeEmailToken(tx, sha256Hex(token), 'activation');
+        if (!found || found.userId !== userId) throw authErrors.invalidActivationToken();
+        await usersRepo.markEmailVerified(tx, userId);
+      });
+    },
+
+    /**
+     * Mails a new activation link to an account whose address is not proven yet. Always
+     * succeeds, so the endpoint does not reveal which emails have accounts or are verified.
+     */
+    async resendActivation(email: string): Promise<void> {
+      const user = await usersRepo.findUserByEmail(db, email);
+      if (!user?.isActive || user.emailVerifiedAt !== null) {
+        log.info('activation resend requested for an unknown or already verified email');
+        return;
+      }
+      await sendActivation(user);
     },
   };
 }
