@@ -89,6 +89,24 @@ export const coreRows: MatrixRow[] = [
     expect: statuses(204, 204, 204, 204, 204),
   },
 
+  {
+    route: 'POST /auth/users/set_email/',
+    request: () => ({ url: '/auth/users/set_email/', body: { current_password: TEST_PASSWORD, new_email: freshEmail() } }),
+    expect: statuses(204, 204, 204, 204, 403),
+  },
+  {
+    route: 'POST /auth/users/set_email/confirm/',
+    label: 'a live email-change secret (no credentials needed)',
+    request: async (w) => ({ url: '/auth/users/set_email/confirm/', body: await mailedSecret(w, 'email_change', freshEmail()) }),
+    expect: statuses(204, 204, 204, 204, 204),
+  },
+  {
+    route: 'POST /auth/users/set_email/confirm/',
+    label: 'a wrong secret',
+    request: (w) => ({ url: '/auth/users/set_email/confirm/', body: { uid: String(w.member2.id), token: 'not-a-real-token' } }),
+    expect: statuses(400, 400, 400, 400, 400),
+  },
+
   // --- users ---
   { route: 'GET /api/users/me/', request: () => ({ url: '/api/users/me/' }), expect: statuses(200, 200, 200, 200, 403) },
   {

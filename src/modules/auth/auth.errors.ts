@@ -2,8 +2,26 @@ import { ConflictError, PermissionDeniedError, ValidationError } from '../../pla
 
 export const authErrors = {
   signupDisabled: () => new PermissionDeniedError('Sign-up is disabled on this server.', 'signup_disabled'),
-  emailTaken: () =>
-    new ValidationError('A user with that email already exists.', { email: ['A user with that email already exists.'] }, 'email_taken'),
+  emailTaken: (field: 'email' | 'new_email' = 'email') =>
+    new ValidationError('A user with that email already exists.', { [field]: ['A user with that email already exists.'] }, 'email_taken'),
+  emailChangeRequiresConfirmation: () =>
+    new ValidationError(
+      'The email address cannot be changed here: use POST /auth/users/set_email/, which mails a confirmation link to the new address.',
+      { email: ['Use POST /auth/users/set_email/; the new address must be confirmed.'] },
+      'email_change_requires_confirmation',
+    ),
+  emailUnchanged: () =>
+    new ValidationError(
+      'This is already the email address of your account.',
+      { new_email: ['This is already the email address of your account.'] },
+      'email_unchanged',
+    ),
+  invalidEmailChangeToken: () =>
+    new ValidationError(
+      'Invalid, used or expired confirmation link.',
+      { token: ['Invalid, used or expired confirmation link.'] },
+      'invalid_token',
+    ),
   invalidCredentials: () =>
     new ValidationError(
       'Unable to log in with provided credentials.',

@@ -10,6 +10,8 @@ import {
   resendActivationBody,
   resetPasswordBody,
   resetPasswordConfirmBody,
+  setEmailBody,
+  setEmailConfirmBody,
   setPasswordBody,
   tokenOut,
   updateMeBody,
@@ -47,7 +49,14 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
     app.route({
       method,
       url: '/auth/users/me/',
-      schema: { tags, body: updateMeBody, response: { 200: accountOut } },
+      schema: {
+        tags,
+        description:
+          'Partial update of `name`. `email` may only repeat the current address; another one is 400 ' +
+          '`email_change_requires_confirmation` (use `set_email/`) and nothing is changed.',
+        body: updateMeBody,
+        response: { 200: accountOut },
+      },
       handler: async (request) => auth.updateMe(currentUser(request), request.body),
     });
   }
@@ -119,6 +128,44 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
     },
     async (request, reply) => {
       await auth.resendActivation(request.body.email);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/auth/users/set_email/',
+    {
+      schema: {
+        tags,
+        description:
+          'Asks to change the email address: mails a confirmation link to `new_email` and a notice to the current ' +
+          'address; the current address stands until the link is used. 400 `invalid_password`, `email_taken`, ' +
+          '`email_unchanged`.',
+        body: setEmailBody,
+        response: noContent,
+      },
+    },
+    async (request, reply) => {
+      await auth.requestEmailChange(currentUser(request), request.body.current_password, request.body.new_email);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/auth/users/set_email/confirm/',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        description:
+          'Makes the change with the uid and token mailed to the new address, which is then verified. 400 ' +
+          '`invalid_token` (wrong, used, expired or superseded link) or `email_taken` (the address was taken meanwhile).',
+        body: setEmailConfirmBody,
+        response: noContent,
+      },
+    },
+    async (request, reply) => {
+      await auth.confirmEmailChange(request.body.uid, request.body.token);
       return reply.code(204).send();
     },
   );

@@ -33,4 +33,6 @@ export const resetPasswordConfirmBody = z.object({
   new_password: password,
 });
 export const activationBody = z.object({ uid, token: mailedToken });
+export const setEmailBody = z.object({ current_password: z.string().max(128), new_email: email });
+export const setEmailConfirmBody = z.object({ uid, token: mailedToken });
 export const resendActivationBody = z.object({ email: z.string().max(254) });

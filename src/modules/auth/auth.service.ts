@@ -8,7 +8,7 @@ import { randomToken, sha256Hex } from '../../platform/secrets.js';
 import * as usersRepo from '../users/users.repo.js';
 import { countOwnedWorkspaces } from '../workspaces/workspaces.repo.js';
 import { authErrors } from './auth.errors.js';
-import { activationMail } from './auth.mail.js';
+import { activationMail, emailChangeConfirmMail, emailChangeNoticeMail } from './auth.mail.js';
 import type { AccountOut, UserOut } from './auth.schemas.js';
 
 export interface AuthServiceDeps {
@@ -120,16 +120,70 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
       return toAccountOut(user);
     },
 
+    /**
+     * Updates the name. The email is not changed here (an unproven address could claim someone
+     * else's invitations): a different one is refused, the current one (any case) is accepted as is.
+     */
     async updateMe(caller: AuthUser, input: { email?: string; name?: string }): Promise<AccountOut> {
       if (input.email !== undefined) {
-        const other = await usersRepo.findUserByEmail(db, input.email);
-        if (other && other.id !== caller.id) throw authErrors.emailTaken();
+        const current = await usersRepo.findUserById(db, caller.id);
+        if (usersRepo.normalizeEmail(input.email) !== current?.email) throw authErrors.emailChangeRequiresConfirmation();
       }
-      const user = await usersRepo.updateUser(db, caller.id, input).catch((error: unknown) => {
-        if ((error as { cause?: { code?: string } }).cause?.code === '23505') throw authErrors.emailTaken();
-        throw error;
+      const user = await usersRepo.updateUser(db, caller.id, input.name === undefined ? {} : { name: input.name });
+      if (!user) throw authErrors.invalidCredentials();
+      return toAccountOut(user);
+    },
+
+    /**
+     * Starts an email change: mails a confirmation link to the new address and a notice to the
+     * current one. Nothing changes until the link is used (`confirmEmailChange`).
+     */
+    async requestEmailChange(caller: AuthUser, currentPassword: string, newEmail: string): Promise<void> {
+      const user = await usersRepo.findUserById(db, caller.id);
+      if (!user || !(await checkPassword(user, currentPassword))) throw authErrors.wrongCurrentPassword();
+      const target = usersRepo.normalizeEmail(newEmail);
+      if (target === user.email) throw authErrors.emailUnchanged();
+      if (await usersRepo.findUserByEmail(db, target)) throw authErrors.emailTaken('new_email');
+      const token = randomToken();
+      const expiresAt = emailTokenExpiry();
+      await usersRepo.replaceEmailToken(db, {
+        userId: user.id,
+        purpose: 'email_change',
+        newEmail: target,
+        tokenHash: sha256Hex(token),
+        expiresAt,
       });
-      return toAccountOut(user!);
+      // A failure here fails the request: without this mail the change cannot happen.
+      await mailer.send(
+        emailChangeConfirmMail({ to: target, uid: user.id, token, expiresAt, publicBaseUrl: config.publicBaseUrl }),
+      );
+      try {
+        await mailer.send(emailChangeNoticeMail({ to: user.email, newEmail: target }));
+      } catch (error) {
+        log.error({ err: error, userId: user.id }, 'email change notice could not be sent');
+      }
+    },
+
+    /**
+     * Makes a requested email change with the secret mailed to the new address, which proves it:
+     * the account is verified afterwards. The address must still be free. Secrets mailed to the
+     * old address (activation, password reset, other changes) stop working.
+     */
+    async confirmEmailChange(uid: string, token: string): Promise<void> {
+      const userId = Number(uid);
+      await db.transaction(async (tx) => {
+        const found = await usersRepo.consumeEmailToken(tx, sha256Hex(token), 'email_change');
+        if (!found || found.userId !== userId || !found.newEmail) throw authErrors.invalidEmailChangeToken();
+        const holder = await usersRepo.findUserByEmail(tx, found.newEmail);
+        if (holder && holder.id !== userId) throw authErrors.emailTaken('new_email');
+        await usersRepo.setVerifiedEmail(tx, userId, found.newEmail).catch((error: unknown) => {
+          // A registration of the same address that committed after the check above.
+          if ((error as { cause?: { code?: string } }).cause?.code === '23505') throw authErrors.emailTaken('new_email');
+          throw error;
+        });
+        await usersRepo.deleteEmailTokens(tx, userId);
+        await usersRepo.deletePasswordResets(tx, userId);
+      });
     },
 
     async deleteMe(caller: AuthUser, currentPassword: string): Promise<void> {
