@@ -38,6 +38,12 @@ export const authErrors = {
       { token: ['Invalid, used or expired activation link.'] },
       'invalid_token',
     ),
+  invalidInvitationToken: () =>
+    new ValidationError(
+      'This invitation link is not valid for this email address, or the invitation is no longer pending.',
+      { invitation_token: ['Not a pending invitation for this email address.'] },
+      'invalid_invitation_token',
+    ),
   emailNotVerified: () =>
     new PermissionDeniedError(
       'Confirm your email address first: open the link in the activation mail, or ask for a new one with ' +

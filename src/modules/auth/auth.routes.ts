@@ -26,7 +26,19 @@ const noContent = { 204: z.undefined() };
 export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (app, { auth }) => {
   app.post(
     '/auth/users/',
-    { config: { auth: 'optional' }, schema: { tags, body: registerBody, response: { 201: userOut } } },
+    {
+      config: { auth: 'optional' },
+      schema: {
+        tags,
+        description:
+          'Registers an account (403 `signup_disabled` when ALLOW_SIGNUP is false) and mails an activation link. ' +
+          'With `invitation_token` (from an invitation mailed to `email`) the address is verified at once and no ' +
+          'activation mail is sent, also when sign-up is closed; a token that is not a pending invitation for ' +
+          '`email` is 400 `invalid_invitation_token`.',
+        body: registerBody,
+        response: { 201: userOut },
+      },
+    },
     async (request, reply) => reply.code(201).send(await auth.register(request.body)),
   );
 

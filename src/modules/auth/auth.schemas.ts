@@ -17,16 +17,24 @@ export type UserOut = z.output<typeof userOut>;
 export const accountOut = userOut.extend({ email_verified: z.boolean() });
 export type AccountOut = z.output<typeof accountOut>;
 
-export const registerBody = z.object({ email, password, name: userName.default('') });
+/** A user id as mailed links carry it (string or number). */
+const uid = z.union([z.string().max(32), z.number().int()]).transform(String);
+/** A secret from a mailed link. */
+const mailedToken = z.string().min(1).max(128);
+
+export const registerBody = z.object({
+  email,
+  password,
+  name: userName.default(''),
+  /** The token of an invitation mailed to `email`: the account starts verified. */
+  invitation_token: mailedToken.optional(),
+});
 export const loginBody = z.object({ email: z.string().max(254), password: z.string().max(128) });
 export const tokenOut = z.object({ auth_token: z.string() });
 export const updateMeBody = z.object({ email: email.optional(), name: userName.optional() });
 export const deleteMeBody = z.object({ current_password: z.string().max(128) });
 export const setPasswordBody = z.object({ current_password: z.string().max(128), new_password: password });
 export const resetPasswordBody = z.object({ email: z.string().max(254) });
-/** A user id as mailed links carry it (string or number). */
-const uid = z.union([z.string().max(32), z.number().int()]).transform(String);
-const mailedToken = z.string().min(1).max(128);
 export const resetPasswordConfirmBody = z.object({
   uid,
   token: mailedToken,

@@ -5,6 +5,7 @@ import type { Db } from '../../db/client.js';
 import type { AuthUser } from '../../platform/auth.js';
 import type { Mailer } from '../../platform/mail/port.js';
 import { randomToken, sha256Hex } from '../../platform/secrets.js';
+import { findLiveInvitationByTokenHash } from '../invitations/invitations.repo.js';
 import * as usersRepo from '../users/users.repo.js';
 import { countOwnedWorkspaces } from '../workspaces/workspaces.repo.js';
 import { authErrors } from './auth.errors.js';
@@ -78,17 +79,30 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
   }
 
   return {
-    async register(input: { email: string; password: string; name: string }): Promise<UserOut> {
-      if (!config.ALLOW_SIGNUP) throw authErrors.signupDisabled();
+    /**
+     * Registers an account. With `invitation_token` (from an invitation mailed to this address)
+     * the address is proven at once, even when sign-up is otherwise closed; without, the account
+     * starts unverified and an activation link is mailed.
+     */
+    async register(input: { email: string; password: string; name: string; invitation_token?: string }): Promise<UserOut> {
+      let verified = false;
+      if (input.invitation_token !== undefined) {
+        const invitation = await findLiveInvitationByTokenHash(db, sha256Hex(input.invitation_token));
+        if (invitation?.email !== usersRepo.normalizeEmail(input.email)) throw authErrors.invalidInvitationToken();
+        verified = true;
+      } else if (!config.ALLOW_SIGNUP) {
+        throw authErrors.signupDisabled();
+      }
       if (await usersRepo.findUserByEmail(db, input.email)) throw authErrors.emailTaken();
       const user = await usersRepo.insertUser(db, {
         email: input.email,
         name: input.name,
         passwordHash: await hashPassword(input.password),
+        emailVerifiedAt: verified ? new Date() : null,
       });
       // A concurrent registration of the same email wins the unique index.
       if (!user) throw authErrors.emailTaken();
-      await sendActivation(user);
+      if (!verified) await sendActivation(user);
       return toUserOut(user);
     },
 
