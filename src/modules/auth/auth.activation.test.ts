@@ -6,7 +6,8 @@ import { lastMailTo, mailsTo, tokenIn } from '../../../test/support/mail.js';
 import { sha256Hex } from '../../platform/secrets.js';
 import { emailTokens, users } from '../users/users.table.js';
 
-const t = useTestApp();
+// Many logins from one client IP: the throttle has its own tests (auth.throttle.test.ts).
+const t = useTestApp({ THROTTLE_LOGIN: '1000/minute' });
 
 async function register(app: TestApp, email: string) {
   const res = await app.post('/auth/users/', { email, password: 'analytical-engine', name: 'Ada' });
@@ -138,7 +139,7 @@ describe('GET /auth/users/me/ and /api/users/me/', () => {
 });
 
 describe('with REQUIRE_EMAIL_VERIFICATION=true', () => {
-  const strict = useTestApp({ REQUIRE_EMAIL_VERIFICATION: 'true' });
+  const strict = useTestApp({ REQUIRE_EMAIL_VERIFICATION: 'true', THROTTLE_LOGIN: '1000/minute' });
 
   it('refuses login with 403 email_not_verified until the address is verified, then allows it', async () => {
     const user = await register(strict, 'ada@example.com');

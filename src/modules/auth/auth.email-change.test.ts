@@ -7,7 +7,8 @@ import { mailOutbox } from '../../platform/mail/mail.table.js';
 import { sha256Hex } from '../../platform/secrets.js';
 import { emailTokens, users } from '../users/users.table.js';
 
-const t = useTestApp();
+// Many logins from one client IP: the throttle has its own tests (auth.throttle.test.ts).
+const t = useTestApp({ THROTTLE_LOGIN: '1000/minute' });
 const db = () => t.deps.database.db;
 
 const userRow = async (id: number) => (await db().select().from(users).where(eq(users.id, id)))[0]!;

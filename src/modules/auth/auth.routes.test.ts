@@ -5,7 +5,8 @@ import { useTestApp } from '../../../test/support/app.js';
 import { newUser, TEST_PASSWORD } from '../../../test/support/factories.js';
 import { authTokens } from '../users/users.table.js';
 
-const t = useTestApp();
+// Many logins from one client IP: the throttle has its own tests (auth.throttle.test.ts).
+const t = useTestApp({ THROTTLE_LOGIN: '1000/minute' });
 
 async function login(email: string, password: string) {
   return t.post('/auth/token/login/', { email, password });

@@ -44,8 +44,19 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
 
   app.post(
     '/auth/token/login/',
-    { config: { auth: 'none' }, schema: { tags, body: loginBody, response: { 200: tokenOut } } },
-    async (request) => auth.login(request.body.email, request.body.password),
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        description:
+          '400 `invalid_credentials` for a wrong password or an unknown email alike; 403 `email_not_verified` when ' +
+          'REQUIRE_EMAIL_VERIFICATION is on and the address is not verified. THROTTLE_LOGIN per address and per ' +
+          'client IP: 429 with Retry-After.',
+        body: loginBody,
+        response: { 200: tokenOut },
+      },
+    },
+    async (request) => auth.login(request.body.email, request.body.password, request.ip),
   );
 
   app.post('/auth/token/logout/', { schema: { tags, response: noContent } }, async (request, reply) => {
@@ -89,9 +100,19 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
 
   app.post(
     '/auth/users/reset_password/',
-    { config: { auth: 'none' }, schema: { tags, body: resetPasswordBody, response: noContent } },
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        description:
+          'Mails a single-use reset link when the address has an account; always 204. THROTTLE_LOGIN per address ' +
+          'and per client IP: 429 with Retry-After.',
+        body: resetPasswordBody,
+        response: noContent,
+      },
+    },
     async (request, reply) => {
-      await auth.requestPasswordReset(request.body.email);
+      await auth.requestPasswordReset(request.body.email, request.ip);
       return reply.code(204).send();
     },
   );
@@ -133,13 +154,14 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
         tags,
         description:
           'Mails a new activation link when the address belongs to an account that is not verified yet; older links ' +
-          'stop working. Always 204, so it does not reveal which addresses have accounts.',
+          'stop working. Always 204, so it does not reveal which addresses have accounts. THROTTLE_LOGIN per address ' +
+          'and per client IP: 429 with Retry-After.',
         body: resendActivationBody,
         response: noContent,
       },
     },
     async (request, reply) => {
-      await auth.resendActivation(request.body.email);
+      await auth.resendActivation(request.body.email, request.ip);
       return reply.code(204).send();
     },
   );
@@ -152,13 +174,19 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
         description:
           'Asks to change the email address: mails a confirmation link to `new_email` and a notice to the current ' +
           'address; the current address stands until the link is used. 400 `invalid_password`, `email_taken`, ' +
-          '`email_unchanged`.',
+          '`email_unchanged`. THROTTLE_LOGIN per address (the account\'s and the new one) and per client IP: 429 ' +
+          'with Retry-After.',
         body: setEmailBody,
         response: noContent,
       },
     },
     async (request, reply) => {
-      await auth.requestEmailChange(currentUser(request), request.body.current_password, request.body.new_email);
+      await auth.requestEmailChange(
+        currentUser(request),
+        request.body.current_password,
+        request.body.new_email,
+        request.ip,
+      );
       return reply.code(204).send();
     },
   );

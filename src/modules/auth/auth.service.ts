@@ -4,6 +4,8 @@ import type { Config } from '../../config/env.js';
 import type { Db } from '../../db/client.js';
 import type { AuthUser } from '../../platform/auth.js';
 import type { Mailer } from '../../platform/mail/port.js';
+import type { RateLimiter } from '../../platform/ratelimit/port.js';
+import { throttle } from '../../platform/ratelimit/rates.js';
 import { randomToken, sha256Hex } from '../../platform/secrets.js';
 import { findLiveInvitationByTokenHash } from '../invitations/invitations.repo.js';
 import * as usersRepo from '../users/users.repo.js';
@@ -21,9 +23,11 @@ export interface AuthServiceDeps {
     | 'PASSWORD_RESET_TTL_SECONDS'
     | 'REQUIRE_EMAIL_VERIFICATION'
     | 'EMAIL_TOKEN_TTL_SECONDS'
+    | 'THROTTLE_LOGIN'
     | 'publicBaseUrl'
   >;
   mailer: Mailer;
+  limiter: RateLimiter;
   log: Logger;
 }
 
@@ -45,7 +49,23 @@ export function toAccountOut(user: usersRepo.UserRow): AccountOut {
   return { ...toUserOut(user), email_verified: user.emailVerifiedAt !== null };
 }
 
-export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) {
+/** Endpoints where someone may guess a password or flood an inbox: throttled per address and per client IP. */
+type GuardedAction = 'login' | 'reset_password' | 'resend_activation' | 'set_email';
+
+export function createAuthService({ db, config, mailer, limiter, log }: AuthServiceDeps) {
+  /**
+   * Counts one attempt of `action` from `clientIp` and for each address (THROTTLE_LOGIN each);
+   * 429 with Retry-After beyond it, before any password is checked or mail sent. The IP is
+   * counted first, so one client over its limit no longer uses up the addresses' allowance.
+   * Addresses are keyed by a digest (no plain addresses in Redis keys).
+   */
+  async function throttleAttempt(action: GuardedAction, clientIp: string, ...addresses: string[]): Promise<void> {
+    await throttle(limiter, `${action}:ip`, clientIp, config.THROTTLE_LOGIN);
+    for (const address of new Set(addresses.map(usersRepo.normalizeEmail))) {
+      await throttle(limiter, `${action}:email`, sha256Hex(address).slice(0, 32), config.THROTTLE_LOGIN);
+    }
+  }
+
   async function issueToken(userId: number): Promise<string> {
     const token = randomToken();
     await usersRepo.insertToken(db, userId, sha256Hex(token), new Date(Date.now() + config.AUTH_TOKEN_TTL * 1000));
@@ -106,7 +126,8 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
       return toUserOut(user);
     },
 
-    async login(email: string, password: string): Promise<{ auth_token: string }> {
+    async login(email: string, password: string, clientIp: string): Promise<{ auth_token: string }> {
+      await throttleAttempt('login', clientIp, email);
       const user = await usersRepo.findUserByEmail(db, email);
       if (!(await checkPassword(user, password)) || !user?.isActive) throw authErrors.invalidCredentials();
       // Only after the password check, so the answer tells nothing to someone without it.
@@ -152,7 +173,9 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
      * Starts an email change: mails a confirmation link to the new address and a notice to the
      * current one. Nothing changes until the link is used (`confirmEmailChange`).
      */
-    async requestEmailChange(caller: AuthUser, currentPassword: string, newEmail: string): Promise<void> {
+    async requestEmailChange(caller: AuthUser, currentPassword: string, newEmail: string, clientIp: string): Promise<void> {
+      // The account's address (its password is what a stolen session would guess) and the target inbox.
+      await throttleAttempt('set_email', clientIp, caller.email, newEmail);
       const user = await usersRepo.findUserById(db, caller.id);
       if (!user || !(await checkPassword(user, currentPassword))) throw authErrors.wrongCurrentPassword();
       const target = usersRepo.normalizeEmail(newEmail);
@@ -219,7 +242,8 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
     },
 
     /** Always succeeds, so the endpoint does not reveal which emails have accounts. */
-    async requestPasswordReset(email: string): Promise<void> {
+    async requestPasswordReset(email: string, clientIp: string): Promise<void> {
+      await throttleAttempt('reset_password', clientIp, email);
       const user = await usersRepo.findUserByEmail(db, email);
       if (!user?.isActive) {
         log.info('password reset requested for an unknown email');
@@ -270,7 +294,8 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
      * Mails a new activation link to an account whose address is not proven yet. Always
      * succeeds, so the endpoint does not reveal which emails have accounts or are verified.
      */
-    async resendActivation(email: string): Promise<void> {
+    async resendActivation(email: string, clientIp: string): Promise<void> {
+      await throttleAttempt('resend_activation', clientIp, email);
       const user = await usersRepo.findUserByEmail(db, email);
       if (!user?.isActive || user.emailVerifiedAt !== null) {
         log.info('activation resend requested for an unknown or already verified email');

@@ -19,9 +19,10 @@ import { invitations } from './invitations.table.js';
  * invitation's address. The attacks these tests replay are the ones an attacker's run found.
  */
 
-const t = useTestApp();
+// Many logins from one client IP: the throttle has its own tests (auth.throttle.test.ts).
+const t = useTestApp({ THROTTLE_LOGIN: '1000/minute' });
 /** The same service with sign-up closed. */
-const closed = useTestApp({ ALLOW_SIGNUP: 'false' });
+const closed = useTestApp({ ALLOW_SIGNUP: 'false', THROTTLE_LOGIN: '1000/minute' });
 const db = (app: TestApp = t) => app.deps.database.db;
 
 const VICTIM = 'victim@example.com';
