@@ -239,7 +239,7 @@ function createServices(
       jobs,
       log: log.child({ module: 'messages' }),
     }),
-    auth: createAuthService({ db, config, mailer, log: log.child({ module: 'auth' }) }),
+    auth: createAuthService({ db, config, mailer, limiter, log: log.child({ module: 'auth' }) }),
     users: createUsersService({ db }),
     workspaces: createWorkspacesService({ db }),
     memberships: createMembershipsService({ db }),

@@ -1,8 +1,23 @@
-import { type MatrixRow, statuses } from './world.js';
+import { type MatrixRow, statuses, type World } from './world.js';
 import { TEST_PASSWORD } from '../support/factories.js';
+import { replaceEmailToken } from '../../src/modules/users/users.repo.js';
+import { randomToken, sha256Hex } from '../../src/platform/secrets.js';
 
 let n = 0;
 const freshEmail = () => `matrix-${Date.now()}-${++n}@example.com`;
+
+/** A live mailed secret for member2 (as the activation or email-change mail would carry). */
+async function mailedSecret(w: World, purpose: 'activation' | 'email_change', newEmail?: string) {
+  const token = randomToken();
+  await replaceEmailToken(w.t.deps.database.db, {
+    userId: w.member2.id,
+    purpose,
+    ...(newEmail ? { newEmail } : {}),
+    tokenHash: sha256Hex(token),
+    expiresAt: new Date(Date.now() + 3600_000),
+  });
+  return { uid: String(w.member2.id), token };
+}
 
 /** Accounts, users, workspaces and memberships. */
 export const coreRows: MatrixRow[] = [
@@ -54,6 +69,41 @@ export const coreRows: MatrixRow[] = [
       url: '/auth/users/reset_password_confirm/',
       body: { uid: String(w.users.member.id), token: 'not-a-real-token', new_password: 'another-long-secret' },
     }),
+    expect: statuses(400, 400, 400, 400, 400),
+  },
+  {
+    route: 'POST /auth/users/activation/',
+    label: 'a live activation secret (no credentials needed)',
+    request: async (w) => ({ url: '/auth/users/activation/', body: await mailedSecret(w, 'activation') }),
+    expect: statuses(204, 204, 204, 204, 204),
+  },
+  {
+    route: 'POST /auth/users/activation/',
+    label: 'a wrong secret',
+    request: (w) => ({ url: '/auth/users/activation/', body: { uid: String(w.member2.id), token: 'not-a-real-token' } }),
+    expect: statuses(400, 400, 400, 400, 400),
+  },
+  {
+    route: 'POST /auth/users/resend_activation/',
+    request: () => ({ url: '/auth/users/resend_activation/', body: { email: freshEmail() } }),
+    expect: statuses(204, 204, 204, 204, 204),
+  },
+
+  {
+    route: 'POST /auth/users/set_email/',
+    request: () => ({ url: '/auth/users/set_email/', body: { current_password: TEST_PASSWORD, new_email: freshEmail() } }),
+    expect: statuses(204, 204, 204, 204, 403),
+  },
+  {
+    route: 'POST /auth/users/set_email/confirm/',
+    label: 'a live email-change secret (no credentials needed)',
+    request: async (w) => ({ url: '/auth/users/set_email/confirm/', body: await mailedSecret(w, 'email_change', freshEmail()) }),
+    expect: statuses(204, 204, 204, 204, 204),
+  },
+  {
+    route: 'POST /auth/users/set_email/confirm/',
+    label: 'a wrong secret',
+    request: (w) => ({ url: '/auth/users/set_email/confirm/', body: { uid: String(w.member2.id), token: 'not-a-real-token' } }),
     expect: statuses(400, 400, 400, 400, 400),
   },
 

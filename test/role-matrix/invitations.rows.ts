@@ -54,7 +54,7 @@ export const invitationsRows: MatrixRow[] = [
     expect: statuses(204, 204, 403, 404, 403),
   },
 
-  // --- the invitee's side: only the invitee may answer, everyone else gets 404 ---
+  // --- the invitee's side: only the invitee may answer, everyone else gets 404 (403 with the token) ---
   {
     route: 'GET /api/invitations/',
     request: () => ({ url: '/api/invitations/' }),
@@ -71,6 +71,25 @@ export const invitationsRows: MatrixRow[] = [
     label: "the member's team invitation",
     request: (w) => ({ url: `/api/invitations/${w.invitations.memberToTeam}/accept/` }),
     expect: statuses(404, 404, 200, 404, 403),
+  },
+  {
+    route: 'POST /api/invitations/:id/accept/',
+    label: "the outsider's workspace invitation, with its mailed token",
+    request: (w) => ({ url: `/api/invitations/${w.invitations.outsider}/accept/`, body: { token: w.invitationTokens.outsider } }),
+    // Whoever else holds the token is told it is not for their address.
+    expect: statuses(403, 403, 403, 200, 403),
+  },
+  {
+    route: 'POST /api/invitations/:id/accept/',
+    label: "the outsider's workspace invitation, with a wrong token",
+    request: (w) => ({ url: `/api/invitations/${w.invitations.outsider}/accept/`, body: { token: 'not-the-token' } }),
+    expect: statuses(404, 404, 404, 404, 403),
+  },
+  {
+    route: 'POST /api/invitations/:id/decline/',
+    label: "the outsider's workspace invitation, with its mailed token",
+    request: (w) => ({ url: `/api/invitations/${w.invitations.outsider}/decline/`, body: { token: w.invitationTokens.outsider } }),
+    expect: statuses(403, 403, 403, 200, 403),
   },
   {
     route: 'POST /api/invitations/:id/decline/',

@@ -1,4 +1,5 @@
 import { teamMemberships, teams } from '../../src/modules/teams/teams.table.js';
+import { randomToken } from '../../src/platform/secrets.js';
 import type { TestApp } from '../support/app.js';
 import {
   addMember,
@@ -35,6 +36,8 @@ export interface World {
   memberTeam: { id: string; memberships: { member: string; member2: string } };
   /** Pending invitations: the outsider to the workspace, the plain member to `team`. */
   invitations: { outsider: string; memberToTeam: string };
+  /** The mailed secret of the outsider's invitation. */
+  invitationTokens: { outsider: string };
 }
 
 export async function buildWorld(t: TestApp): Promise<World> {
@@ -64,8 +67,9 @@ export async function buildWorld(t: TestApp): Promise<World> {
     member: await addTeamMember(t, memberTeam, member!, 'admin'),
     member2: await addTeamMember(t, memberTeam, member2!, 'member'),
   };
+  const invitationTokens = { outsider: randomToken() };
   const invitations = {
-    outsider: await newInvitation(t, { workspace, email: outsider!.email, invitedBy: owner! }),
+    outsider: await newInvitation(t, { workspace, email: outsider!.email, invitedBy: owner!, token: invitationTokens.outsider }),
     memberToTeam: await newInvitation(t, { workspace, team: team!, email: member!.email, invitedBy: owner! }),
   };
   return {
@@ -79,6 +83,7 @@ export async function buildWorld(t: TestApp): Promise<World> {
     teamMemberships: { member2: coreMember2!.id },
     memberTeam: { id: memberTeam.id, memberships: memberTeamMemberships },
     invitations,
+    invitationTokens,
   };
 }
 

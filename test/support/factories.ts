@@ -19,14 +19,25 @@ export interface TestUser {
   password: string;
 }
 
-/** A user with a known password and a ready API token (made directly; no argon2 per test). */
-export async function newUser(t: TestApp, overrides: { email?: string; name?: string } = {}): Promise<TestUser> {
+/**
+ * A user with a known password and a ready API token (made directly; no argon2 per test). The
+ * email is verified unless `verified: false` (a fresh sign-up that has not activated yet).
+ */
+export async function newUser(
+  t: TestApp,
+  overrides: { email?: string; name?: string; verified?: boolean } = {},
+): Promise<TestUser> {
   sequence += 1;
   passwordHash ??= hash(TEST_PASSWORD);
   const email = overrides.email ?? `user${sequence}-${randomToken(4).toLowerCase()}@example.com`;
   const name = overrides.name ?? `User ${sequence}`;
   const db = t.deps.database.db;
-  const user = await usersRepo.insertUser(db, { email, name, passwordHash: await passwordHash });
+  const user = await usersRepo.insertUser(db, {
+    email,
+    name,
+    passwordHash: await passwordHash,
+    emailVerifiedAt: overrides.verified === false ? null : new Date(),
+  });
   if (!user) throw new Error(`user ${email} already exists`);
   const token = randomToken();
   await usersRepo.insertToken(db, user.id, sha256Hex(token), new Date(Date.now() + 3600_000));
@@ -85,7 +96,11 @@ export async function addTeamMember(
   return row!.id;
 }
 
-/** A pending invitation inserted directly (no mail); `expiresAt` in the past makes an expired one. */
+/**
+ * A pending invitation inserted directly (no mail); `expiresAt` in the past makes an expired one.
+ * With `token`, the invitation carries that secret (as the mailed link does); without, it is like
+ * an invitation made before tokens existed (only a verified matching account can answer it).
+ */
 export async function newInvitation(
   t: TestApp,
   values: {
@@ -95,6 +110,7 @@ export async function newInvitation(
     role?: 'admin' | 'member';
     invitedBy?: { id: number };
     expiresAt?: Date;
+    token?: string;
   },
 ): Promise<string> {
   const [row] = await t.deps.database.db
@@ -106,6 +122,7 @@ export async function newInvitation(
       role: values.role ?? 'member',
       invitedBy: values.invitedBy?.id ?? null,
       expiresAt: values.expiresAt ?? new Date(Date.now() + 24 * 3600_000),
+      tokenHash: values.token === undefined ? null : sha256Hex(values.token),
     })
     .returning();
   return row!.id;

@@ -13,7 +13,22 @@ export const password = z
 export const userOut = z.object({ id: z.number().int(), email: z.string(), name: z.string() });
 export type UserOut = z.output<typeof userOut>;
 
-export const registerBody = z.object({ email, password, name: userName.default('') });
+/** The caller's own account: a user plus whether its email address is proven. */
+export const accountOut = userOut.extend({ email_verified: z.boolean() });
+export type AccountOut = z.output<typeof accountOut>;
+
+/** A user id as mailed links carry it (string or number). */
+const uid = z.union([z.string().max(32), z.number().int()]).transform(String);
+/** A secret from a mailed link. */
+const mailedToken = z.string().min(1).max(128);
+
+export const registerBody = z.object({
+  email,
+  password,
+  name: userName.default(''),
+  /** The token of an invitation mailed to `email`: the account starts verified. */
+  invitation_token: mailedToken.optional(),
+});
 export const loginBody = z.object({ email: z.string().max(254), password: z.string().max(128) });
 export const tokenOut = z.object({ auth_token: z.string() });
 export const updateMeBody = z.object({ email: email.optional(), name: userName.optional() });
@@ -21,7 +36,11 @@ export const deleteMeBody = z.object({ current_password: z.string().max(128) });
 export const setPasswordBody = z.object({ current_password: z.string().max(128), new_password: password });
 export const resetPasswordBody = z.object({ email: z.string().max(254) });
 export const resetPasswordConfirmBody = z.object({
-  uid: z.union([z.string().max(32), z.number().int()]).transform(String),
-  token: z.string().min(1).max(128),
+  uid,
+  token: mailedToken,
   new_password: password,
 });
+export const activationBody = z.object({ uid, token: mailedToken });
+export const setEmailBody = z.object({ current_password: z.string().max(128), new_email: email });
+export const setEmailConfirmBody = z.object({ uid, token: mailedToken });
+export const resendActivationBody = z.object({ email: z.string().max(254) });

@@ -4,16 +4,30 @@ import type { Config } from '../../config/env.js';
 import type { Db } from '../../db/client.js';
 import type { AuthUser } from '../../platform/auth.js';
 import type { Mailer } from '../../platform/mail/port.js';
+import type { RateLimiter } from '../../platform/ratelimit/port.js';
+import { throttle } from '../../platform/ratelimit/rates.js';
 import { randomToken, sha256Hex } from '../../platform/secrets.js';
+import { findLiveInvitationByTokenHash } from '../invitations/invitations.repo.js';
 import * as usersRepo from '../users/users.repo.js';
 import { countOwnedWorkspaces } from '../workspaces/workspaces.repo.js';
 import { authErrors } from './auth.errors.js';
-import type { UserOut } from './auth.schemas.js';
+import { activationMail, emailChangeConfirmMail, emailChangeNoticeMail } from './auth.mail.js';
+import type { AccountOut, UserOut } from './auth.schemas.js';
 
 export interface AuthServiceDeps {
   db: Db;
-  config: Pick<Config, 'ALLOW_SIGNUP' | 'AUTH_TOKEN_TTL' | 'PASSWORD_RESET_TTL_SECONDS' | 'publicBaseUrl'>;
+  config: Pick<
+    Config,
+    | 'ALLOW_SIGNUP'
+    | 'AUTH_TOKEN_TTL'
+    | 'PASSWORD_RESET_TTL_SECONDS'
+    | 'REQUIRE_EMAIL_VERIFICATION'
+    | 'EMAIL_TOKEN_TTL_SECONDS'
+    | 'THROTTLE_LOGIN'
+    | 'publicBaseUrl'
+  >;
   mailer: Mailer;
+  limiter: RateLimiter;
   log: Logger;
 }
 
@@ -30,7 +44,28 @@ export function toUserOut(user: { id: number; email: string; name: string }): Us
   return { id: user.id, email: user.email, name: user.name };
 }
 
-export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) {
+/** The caller's own account, with whether its current address is proven. */
+export function toAccountOut(user: usersRepo.UserRow): AccountOut {
+  return { ...toUserOut(user), email_verified: user.emailVerifiedAt !== null };
+}
+
+/** Endpoints where someone may guess a password or flood an inbox: throttled per address and per client IP. */
+type GuardedAction = 'login' | 'reset_password' | 'resend_activation' | 'set_email';
+
+export function createAuthService({ db, config, mailer, limiter, log }: AuthServiceDeps) {
+  /**
+   * Counts one attempt of `action` from `clientIp` and for each address (THROTTLE_LOGIN each);
+   * 429 with Retry-After beyond it, before any password is checked or mail sent. The IP is
+   * counted first, so one client over its limit no longer uses up the addresses' allowance.
+   * Addresses are keyed by a digest (no plain addresses in Redis keys).
+   */
+  async function throttleAttempt(action: GuardedAction, clientIp: string, ...addresses: string[]): Promise<void> {
+    await throttle(limiter, `${action}:ip`, clientIp, config.THROTTLE_LOGIN);
+    for (const address of new Set(addresses.map(usersRepo.normalizeEmail))) {
+      await throttle(limiter, `${action}:email`, sha256Hex(address).slice(0, 32), config.THROTTLE_LOGIN);
+    }
+  }
+
   async function issueToken(userId: number): Promise<string> {
     const token = randomToken();
     await usersRepo.insertToken(db, userId, sha256Hex(token), new Date(Date.now() + config.AUTH_TOKEN_TTL * 1000));
@@ -46,23 +81,57 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
     return verify(user.passwordHash, plain).catch(() => false);
   }
 
+  const emailTokenExpiry = () => new Date(Date.now() + config.EMAIL_TOKEN_TTL_SECONDS * 1000);
+
+  /** Mails a new activation link (superseding older ones); a mail failure is logged, not thrown. */
+  async function sendActivation(user: usersRepo.UserRow): Promise<void> {
+    const token = randomToken();
+    const expiresAt = emailTokenExpiry();
+    await usersRepo.replaceEmailToken(db, { userId: user.id, purpose: 'activation', tokenHash: sha256Hex(token), expiresAt });
+    try {
+      await mailer.send(
+        activationMail({ to: user.email, uid: user.id, token, expiresAt, publicBaseUrl: config.publicBaseUrl }),
+      );
+    } catch (error) {
+      // The account stands; resend_activation/ mails a new link. The outbox keeps the failure.
+      log.error({ err: error, userId: user.id }, 'activation mail could not be sent');
+    }
+  }
+
   return {
-    async register(input: { email: string; password: string; name: string }): Promise<UserOut> {
-      if (!config.ALLOW_SIGNUP) throw authErrors.signupDisabled();
+    /**
+     * Registers an account. With `invitation_token` (from an invitation mailed to this address)
+     * the address is proven at once, even when sign-up is otherwise closed; without, the account
+     * starts unverified and an activation link is mailed.
+     */
+    async register(input: { email: string; password: string; name: string; invitation_token?: string }): Promise<UserOut> {
+      let verified = false;
+      if (input.invitation_token !== undefined) {
+        const invitation = await findLiveInvitationByTokenHash(db, sha256Hex(input.invitation_token));
+        if (invitation?.email !== usersRepo.normalizeEmail(input.email)) throw authErrors.invalidInvitationToken();
+        verified = true;
+      } else if (!config.ALLOW_SIGNUP) {
+        throw authErrors.signupDisabled();
+      }
       if (await usersRepo.findUserByEmail(db, input.email)) throw authErrors.emailTaken();
       const user = await usersRepo.insertUser(db, {
         email: input.email,
         name: input.name,
         passwordHash: await hashPassword(input.password),
+        emailVerifiedAt: verified ? new Date() : null,
       });
       // A concurrent registration of the same email wins the unique index.
       if (!user) throw authErrors.emailTaken();
+      if (!verified) await sendActivation(user);
       return toUserOut(user);
     },
 
-    async login(email: string, password: string): Promise<{ auth_token: string }> {
+    async login(email: string, password: string, clientIp: string): Promise<{ auth_token: string }> {
+      await throttleAttempt('login', clientIp, email);
       const user = await usersRepo.findUserByEmail(db, email);
       if (!(await checkPassword(user, password)) || !user?.isActive) throw authErrors.invalidCredentials();
+      // Only after the password check, so the answer tells nothing to someone without it.
+      if (config.REQUIRE_EMAIL_VERIFICATION && user.emailVerifiedAt === null) throw authErrors.emailNotVerified();
       return { auth_token: await issueToken(user.id) };
     },
 
@@ -80,22 +149,78 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
       return { id: found.user.id, email: found.user.email, name: found.user.name, tokenId: found.token.id };
     },
 
-    async getMe(caller: AuthUser): Promise<UserOut> {
+    async getMe(caller: AuthUser): Promise<AccountOut> {
       const user = await usersRepo.findUserById(db, caller.id);
       if (!user) throw authErrors.invalidCredentials();
-      return toUserOut(user);
+      return toAccountOut(user);
     },
 
-    async updateMe(caller: AuthUser, input: { email?: string; name?: string }): Promise<UserOut> {
+    /**
+     * Updates the name. The email is not changed here (an unproven address could claim someone
+     * else's invitations): a different one is refused, the current one (any case) is accepted as is.
+     */
+    async updateMe(caller: AuthUser, input: { email?: string; name?: string }): Promise<AccountOut> {
       if (input.email !== undefined) {
-        const other = await usersRepo.findUserByEmail(db, input.email);
-        if (other && other.id !== caller.id) throw authErrors.emailTaken();
+        const current = await usersRepo.findUserById(db, caller.id);
+        if (usersRepo.normalizeEmail(input.email) !== current?.email) throw authErrors.emailChangeRequiresConfirmation();
       }
-      const user = await usersRepo.updateUser(db, caller.id, input).catch((error: unknown) => {
-        if ((error as { cause?: { code?: string } }).cause?.code === '23505') throw authErrors.emailTaken();
-        throw error;
+      const user = await usersRepo.updateUser(db, caller.id, input.name === undefined ? {} : { name: input.name });
+      if (!user) throw authErrors.invalidCredentials();
+      return toAccountOut(user);
+    },
+
+    /**
+     * Starts an email change: mails a confirmation link to the new address and a notice to the
+     * current one. Nothing changes until the link is used (`confirmEmailChange`).
+     */
+    async requestEmailChange(caller: AuthUser, currentPassword: string, newEmail: string, clientIp: string): Promise<void> {
+      // The account's address (its password is what a stolen session would guess) and the target inbox.
+      await throttleAttempt('set_email', clientIp, caller.email, newEmail);
+      const user = await usersRepo.findUserById(db, caller.id);
+      if (!user || !(await checkPassword(user, currentPassword))) throw authErrors.wrongCurrentPassword();
+      const target = usersRepo.normalizeEmail(newEmail);
+      if (target === user.email) throw authErrors.emailUnchanged();
+      if (await usersRepo.findUserByEmail(db, target)) throw authErrors.emailTaken('new_email');
+      const token = randomToken();
+      const expiresAt = emailTokenExpiry();
+      await usersRepo.replaceEmailToken(db, {
+        userId: user.id,
+        purpose: 'email_change',
+        newEmail: target,
+        tokenHash: sha256Hex(token),
+        expiresAt,
       });
-      return toUserOut(user!);
+      // A failure here fails the request: without this mail the change cannot happen.
+      await mailer.send(
+        emailChangeConfirmMail({ to: target, uid: user.id, token, expiresAt, publicBaseUrl: config.publicBaseUrl }),
+      );
+      try {
+        await mailer.send(emailChangeNoticeMail({ to: user.email, newEmail: target }));
+      } catch (error) {
+        log.error({ err: error, userId: user.id }, 'email change notice could not be sent');
+      }
+    },
+
+    /**
+     * Makes a requested email change with the secret mailed to the new address, which proves it:
+     * the account is verified afterwards. The address must still be free. Secrets mailed to the
+     * old address (activation, password reset, other changes) stop working.
+     */
+    async confirmEmailChange(uid: string, token: string): Promise<void> {
+      const userId = Number(uid);
+      await db.transaction(async (tx) => {
+        const found = await usersRepo.consumeEmailToken(tx, sha256Hex(token), 'email_change');
+        if (!found || found.userId !== userId || !found.newEmail) throw authErrors.invalidEmailChangeToken();
+        const holder = await usersRepo.findUserByEmail(tx, found.newEmail);
+        if (holder && holder.id !== userId) throw authErrors.emailTaken('new_email');
+        await usersRepo.setVerifiedEmail(tx, userId, found.newEmail).catch((error: unknown) => {
+          // A registration of the same address that committed after the check above.
+          if ((error as { cause?: { code?: string } }).cause?.code === '23505') throw authErrors.emailTaken('new_email');
+          throw error;
+        });
+        await usersRepo.deleteEmailTokens(tx, userId);
+        await usersRepo.deletePasswordResets(tx, userId);
+      });
     },
 
     async deleteMe(caller: AuthUser, currentPassword: string): Promise<void> {
@@ -117,7 +242,8 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
     },
 
     /** Always succeeds, so the endpoint does not reveal which emails have accounts. */
-    async requestPasswordReset(email: string): Promise<void> {
+    async requestPasswordReset(email: string, clientIp: string): Promise<void> {
+      await throttleAttempt('reset_password', clientIp, email);
       const user = await usersRepo.findUserByEmail(db, email);
       if (!user?.isActive) {
         log.info('password reset requested for an unknown email');
@@ -138,7 +264,10 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
       });
     },
 
-    /** Sets a new password from a mailed secret; the secret works once and every session ends. */
+    /**
+     * Sets a new password from a mailed secret; the secret works once and every session ends.
+     * The secret was mailed to the account's address, so using it also proves that address.
+     */
     async confirmPasswordReset(uid: string, token: string, newPassword: string): Promise<void> {
       const userId = Number(uid);
       const passwordHash = await hashPassword(newPassword);
@@ -146,8 +275,33 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
         const owner = await usersRepo.consumePasswordReset(tx, sha256Hex(token));
         if (owner === undefined || owner !== userId) throw authErrors.invalidResetToken();
         await usersRepo.updateUser(tx, owner, { passwordHash });
+        await usersRepo.markEmailVerified(tx, owner);
         await usersRepo.deleteUserTokens(tx, owner);
       });
+    },
+
+    /** Proves the account's address with the mailed activation secret (single-use, expiring). */
+    async activate(uid: string, token: string): Promise<void> {
+      const userId = Number(uid);
+      await db.transaction(async (tx) => {
+        const found = await usersRepo.consumeEmailToken(tx, sha256Hex(token), 'activation');
+        if (!found || found.userId !== userId) throw authErrors.invalidActivationToken();
+        await usersRepo.markEmailVerified(tx, userId);
+      });
+    },
+
+    /**
+     * Mails a new activation link to an account whose address is not proven yet. Always
+     * succeeds, so the endpoint does not reveal which emails have accounts or are verified.
+     */
+    async resendActivation(email: string, clientIp: string): Promise<void> {
+      await throttleAttempt('resend_activation', clientIp, email);
+      const user = await usersRepo.findUserByEmail(db, email);
+      if (!user?.isActive || user.emailVerifiedAt !== null) {
+        log.info('activation resend requested for an unknown or already verified email');
+        return;
+      }
+      await sendActivation(user);
     },
   };
 }

@@ -84,6 +84,15 @@ export function listInvitations(
   return page(db, where, options.limit, options.offset);
 }
 
+/** The live (pending, unexpired) invitation whose mailed secret has this hash, if any. */
+export async function findLiveInvitationByTokenHash(db: DbOrTx, tokenHash: string): Promise<InvitationRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(invitations)
+    .where(and(eq(invitations.tokenHash, tokenHash), isLive));
+  return row;
+}
+
 /** The pending, unexpired invitations addressed to `email`, newest first. */
 export function listLiveInvitationsFor(db: DbOrTx, email: string, limit: number, offset: number) {
   return page(db, and(eq(invitations.email, email), isLive), limit, offset);
@@ -125,6 +134,8 @@ export async function insertInvitation(
     role: InvitationRole;
     invitedBy: number;
     expiresAt: Date;
+    /** SHA-256 of the secret mailed with the invitation. */
+    tokenHash: string;
   },
 ): Promise<InvitationRow | undefined> {
   // No conflict target: the only unique index a new row can hit is the partial "one pending" one.

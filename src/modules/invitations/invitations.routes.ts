@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { currentUser } from '../../platform/auth.js';
 import { pageQuery, paginated, toPage } from '../../platform/pagination.js';
 import {
+  answerInvitationBody,
   createInvitationBody,
   invitationIdParams,
   invitationListQuery,
@@ -134,7 +135,9 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description: 'Your pending, unexpired invitations (matched by your email address), newest first.',
+        description:
+          'Your pending, unexpired invitations (matched by your email address), newest first. Empty while your ' +
+          'address is not verified.',
         querystring: pageQuery,
         response: { 200: paginated(invitationOut) },
       },
@@ -148,14 +151,19 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
       schema: {
         tags,
         description:
-          'The invitee joins the workspace (or team) with the invited role. 404 for anyone else; 409 ' +
-          '`invitation_not_pending` once accepted, declined or revoked; 410 `invitation_expired`; 409 ' +
-          '`workspace_archived`. A team invitation needs current membership of the workspace (403).',
+          'The invitee joins the workspace (or team) with the invited role. Proof of the address: `{"token"}` from ' +
+          'the invitation mail (which also verifies the account\'s address), or no body when the account\'s address ' +
+          'is verified and is the invitation\'s. 403 `invitation_email_mismatch` (the token, another account\'s ' +
+          'address), 403 `email_not_verified` (no token, unverified address); 404 for anyone else and for a token ' +
+          'that is not this invitation\'s; 409 `invitation_not_pending` once accepted, declined or revoked; 410 ' +
+          '`invitation_expired`; 409 `workspace_archived`. A team invitation needs current membership of the ' +
+          'workspace (403).',
         params: invitationIdParams,
+        body: answerInvitationBody,
         response: { 200: invitationOut },
       },
     },
-    async (request) => invitations.accept(currentUser(request), request.params.id),
+    async (request) => invitations.accept(currentUser(request), request.params.id, request.body?.token),
   );
 
   app.post(
@@ -163,11 +171,12 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description: 'The invitee declines. Same 404, 409 and 410 rules as accept.',
+        description: 'The invitee declines. Same proof of the address, and the same 403, 404, 409 and 410 rules, as accept.',
         params: invitationIdParams,
+        body: answerInvitationBody,
         response: { 200: invitationOut },
       },
     },
-    async (request) => invitations.decline(currentUser(request), request.params.id),
+    async (request) => invitations.decline(currentUser(request), request.params.id, request.body?.token),
   );
 };

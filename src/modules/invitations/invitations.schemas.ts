@@ -31,5 +31,7 @@ export type CreateInvitationInput = z.output<typeof createInvitationBody>;
 
 export const invitationListQuery = z.object({ status: z.enum(invitationStatuses).optional() });
 export const invitationIdParams = z.object({ id: pathId });
+/** `accept/` and `decline/`: the token of the invitation mail, or no body (null to Fastify) for a verified invitee. */
+export const answerInvitationBody = z.object({ token: z.string().min(1).max(128).optional() }).nullish();
 /** `/api/workspaces/{id}/invitations/{invitationId}/` and the team equivalent. */
 export const scopedInvitationParams = z.object({ id: pathId, invitationId: pathId });

@@ -6,18 +6,19 @@ import type { AppError } from '../../platform/errors.js';
 import { isUuid } from '../../platform/ids.js';
 import type { Mailer } from '../../platform/mail/port.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
+import { randomToken, sha256Hex } from '../../platform/secrets.js';
 import { requireTeamAccess } from '../teams/teams.access.js';
 import { teamErrors } from '../teams/teams.errors.js';
 import { canManageTeam } from '../teams/teams.policy.js';
 import { findTeamRole, insertTeamMembership } from '../teams/teams.repo.js';
-import { findUserByEmail, normalizeEmail } from '../users/users.repo.js';
+import { findUserByEmail, findUserById, markEmailVerified, normalizeEmail } from '../users/users.repo.js';
 import { assertWritable, requireMember } from '../workspaces/workspaces.access.js';
 import { workspaceErrors } from '../workspaces/workspaces.errors.js';
 import { isOwnerOrAdmin } from '../workspaces/workspaces.policy.js';
 import { findWorkspaceWithMembership, insertMembership, lockWorkspace } from '../workspaces/workspaces.repo.js';
 import { invitationErrors } from './invitations.errors.js';
 import { invitationMail } from './invitations.mail.js';
-import { effectiveStatus, isInvitee } from './invitations.policy.js';
+import { answerDecision, effectiveStatus } from './invitations.policy.js';
 import * as repo from './invitations.repo.js';
 import type { CreateInvitationInput, InvitationOut, InvitationStatus } from './invitations.schemas.js';
 
@@ -62,6 +63,8 @@ export function createInvitationsService({ db, config, mailer, log }: Invitation
     input: CreateInvitationInput,
   ): Promise<InvitationOut> {
     const email = normalizeEmail(input.email);
+    // Only the mail carries the secret (the inviter never sees it): it proves the invitee's mailbox.
+    const token = randomToken();
     const row = await db.transaction(async (tx) => {
       await repo.expireStale(tx, { workspaceId: target.workspaceId, teamId: target.teamId, email });
       return repo.insertInvitation(tx, {
@@ -71,6 +74,7 @@ export function createInvitationsService({ db, config, mailer, log }: Invitation
         role: input.role,
         invitedBy: caller.id,
         expiresAt: new Date(Date.now() + config.INVITATION_TTL_SECONDS * 1000),
+        tokenHash: sha256Hex(token),
       });
     });
     // The partial unique index decides concurrent invitations of the same person.
@@ -86,6 +90,7 @@ export function createInvitationsService({ db, config, mailer, log }: Invitation
       await mailer.send(
         invitationMail({
           invitationId: row.id,
+          token,
           email,
           role: row.role,
           workspaceName: target.workspaceName,
@@ -121,11 +126,19 @@ export function createInvitationsService({ db, config, mailer, log }: Invitation
     }
   }
 
-  /** The invitation if the caller is its invitee; to anyone else it does not exist. */
-  async function loadForInvitee(caller: AuthUser, invitationId: string) {
+  /**
+   * The invitation, if the caller may answer it (see `answerDecision`), and whether a mailed token
+   * proved their address. To anyone who is not its invitee it does not exist (404).
+   */
+  async function loadForAnswer(caller: AuthUser, invitationId: string, token: string | undefined) {
     const row = isUuid(invitationId) ? await repo.findInvitation(db, invitationId) : undefined;
-    if (!row || !isInvitee(row, caller)) throw invitationErrors.notFound();
-    return row;
+    const user = row ? await findUserById(db, caller.id) : undefined;
+    if (!row || !user) throw invitationErrors.notFound();
+    const decision = answerDecision(row, user, token === undefined ? undefined : sha256Hex(token));
+    if (decision === 'not_found') throw invitationErrors.notFound();
+    if (decision === 'email_mismatch') throw invitationErrors.emailMismatch();
+    if (decision === 'email_not_verified') throw invitationErrors.emailNotVerified();
+    return { invitation: row, byToken: decision === 'token' };
   }
 
   /** Why an invitation cannot be answered any more: 410 when it ran out (marked so now), else 409. */
@@ -196,17 +209,22 @@ export function createInvitationsService({ db, config, mailer, log }: Invitation
       await revoke(invitationId, { workspaceId: team.workspaceId, teamId: team.id });
     },
 
-    /** The caller's pending, unexpired invitations (workspace and team), newest first. */
+    /**
+     * The caller's pending, unexpired invitations (workspace and team), newest first; only for a
+     * verified address (an unproven one sees an empty list: it may be someone else's).
+     */
     async listMine(caller: AuthUser, page: PageQuery): Promise<PageResult<InvitationOut>> {
-      return toPageResult(await repo.listLiveInvitationsFor(db, normalizeEmail(caller.email), page.limit, page.offset));
+      const user = await findUserById(db, caller.id);
+      if (!user || user.emailVerifiedAt === null) return { count: 0, results: [] };
+      return toPageResult(await repo.listLiveInvitationsFor(db, normalizeEmail(user.email), page.limit, page.offset));
     },
 
     /**
      * Joins the workspace (or the team) with the invited role. Single-use under concurrency: the
      * conditional UPDATE in `resolveLive` lets exactly one transaction move the invitation on.
      */
-    async accept(caller: AuthUser, invitationId: string): Promise<InvitationOut> {
-      const invitation = await loadForInvitee(caller, invitationId);
+    async accept(caller: AuthUser, invitationId: string, token?: string): Promise<InvitationOut> {
+      const { invitation, byToken } = await loadForAnswer(caller, invitationId, token);
       await assertLive(invitation);
       const accepted = await db.transaction(async (tx) => {
         // Locked first, in the same order as member removal and ownership transfer, so that a
@@ -219,6 +237,8 @@ export function createInvitationsService({ db, config, mailer, log }: Invitation
         }
         const row = await repo.resolveLive(tx, invitation.id, 'accepted');
         if (!row) return undefined;
+        // The mailed token proved the address (only while the account still has it).
+        if (byToken) await markEmailVerified(tx, caller.id, invitation.email);
         // Someone who is already a member keeps their membership and role as they are.
         if (row.teamId) await insertTeamMembership(tx, { teamId: row.teamId, userId: caller.id, role: row.role });
         else await insertMembership(tx, { workspaceId: row.workspaceId, userId: caller.id, role: row.role });
@@ -229,10 +249,14 @@ export function createInvitationsService({ db, config, mailer, log }: Invitation
     },
 
     /** Declining works while the workspace is archived: it changes nothing in the workspace. */
-    async decline(caller: AuthUser, invitationId: string): Promise<InvitationOut> {
-      const invitation = await loadForInvitee(caller, invitationId);
+    async decline(caller: AuthUser, invitationId: string, token?: string): Promise<InvitationOut> {
+      const { invitation, byToken } = await loadForAnswer(caller, invitationId, token);
       await assertLive(invitation);
-      const declined = await repo.resolveLive(db, invitation.id, 'declined');
+      const declined = await db.transaction(async (tx) => {
+        const row = await repo.resolveLive(tx, invitation.id, 'declined');
+        if (row && byToken) await markEmailVerified(tx, caller.id, invitation.email);
+        return row;
+      });
       if (!declined) throw await refusalFor(await repo.findInvitation(db, invitation.id));
       return toInvitationOut({ ...invitation, ...declined });
     },

@@ -1,6 +1,6 @@
 import { and, eq, gt, isNull, ne, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../db/client.js';
-import { authTokens, passwordResetTokens, users } from './users.table.js';
+import { authTokens, emailTokens, passwordResetTokens, users } from './users.table.js';
 
 export type UserRow = typeof users.$inferSelect;
 
@@ -23,7 +23,7 @@ export async function findUserByEmail(db: DbOrTx, email: string): Promise<UserRo
 
 export async function insertUser(
   db: DbOrTx,
-  values: { email: string; name: string; passwordHash: string },
+  values: { email: string; name: string; passwordHash: string; emailVerifiedAt?: Date | null },
 ): Promise<UserRow | undefined> {
   const [row] = await db
     .insert(users)
@@ -41,6 +41,31 @@ export async function updateUser(
   const [row] = await db
     .update(users)
     .set({ ...values, ...(values.email ? { email: normalizeEmail(values.email) } : {}), updatedAt: new Date() })
+    .where(eq(users.id, id))
+    .returning();
+  return row;
+}
+
+/**
+ * Marks the user's email verified (keeping an earlier verification time). With `email`, only
+ * while the account still has that address: a proof of one mailbox never verifies another.
+ * Returns whether a row was marked.
+ */
+export async function markEmailVerified(db: DbOrTx, id: number, email?: string): Promise<boolean> {
+  const rows = await db
+    .update(users)
+    .set({ emailVerifiedAt: sql`coalesce(${users.emailVerifiedAt}, now())`, updatedAt: new Date() })
+    .where(and(eq(users.id, id), email === undefined ? undefined : sql`lower(${users.email}) = ${normalizeEmail(email)}`))
+    .returning({ id: users.id });
+  return rows.length > 0;
+}
+
+/** Replaces the user's address with a proven one (verified now). */
+export async function setVerifiedEmail(db: DbOrTx, id: number, email: string): Promise<UserRow | undefined> {
+  const now = new Date();
+  const [row] = await db
+    .update(users)
+    .set({ email: normalizeEmail(email), emailVerifiedAt: now, updatedAt: now })
     .where(eq(users.id, id))
     .returning();
   return row;
@@ -102,4 +127,71 @@ export async function consumePasswordReset(db: DbOrTx, tokenHash: string): Promi
     )
     .returning({ userId: passwordResetTokens.userId });
   return row?.userId;
+}
+
+/** Drops the user's unused password-reset secrets (after an email change: they were mailed to the old address). */
+export async function deletePasswordResets(db: DbOrTx, userId: number): Promise<void> {
+  await db.delete(passwordResetTokens).where(and(eq(passwordResetTokens.userId, userId), isNull(passwordResetTokens.usedAt)));
+}
+
+// --- email tokens (activation, email change) -----------------------------------------------------
+
+export type EmailTokenPurpose = (typeof emailTokens.$inferSelect)['purpose'];
+
+/**
+ * Stores a new secret for `purpose`; the user's older unused secrets of the same purpose stop
+ * working (a new link supersedes the previous ones).
+ */
+export async function replaceEmailToken(
+  db: DbOrTx,
+  values: { userId: number; purpose: EmailTokenPurpose; newEmail?: string; tokenHash: string; expiresAt: Date },
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    await deleteEmailTokens(tx, values.userId, values.purpose);
+    await tx.insert(emailTokens).values({
+      userId: values.userId,
+      purpose: values.purpose,
+      newEmail: values.newEmail === undefined ? null : normalizeEmail(values.newEmail),
+      tokenHash: values.tokenHash,
+      expiresAt: values.expiresAt,
+    });
+  });
+}
+
+/** Drops the user's unused secrets (of one purpose, or all). */
+export async function deleteEmailTokens(db: DbOrTx, userId: number, purpose?: EmailTokenPurpose): Promise<void> {
+  await db
+    .delete(emailTokens)
+    .where(
+      and(
+        eq(emailTokens.userId, userId),
+        isNull(emailTokens.usedAt),
+        purpose === undefined ? undefined : eq(emailTokens.purpose, purpose),
+      ),
+    );
+}
+
+/**
+ * Marks an unused, unexpired secret of `purpose` used and returns its user and address;
+ * undefined if there is none. Single-use under concurrency: the conditional UPDATE lets one
+ * transaction have it.
+ */
+export async function consumeEmailToken(
+  db: DbOrTx,
+  tokenHash: string,
+  purpose: EmailTokenPurpose,
+): Promise<{ userId: number; newEmail: string | null } | undefined> {
+  const [row] = await db
+    .update(emailTokens)
+    .set({ usedAt: new Date() })
+    .where(
+      and(
+        eq(emailTokens.tokenHash, tokenHash),
+        eq(emailTokens.purpose, purpose),
+        isNull(emailTokens.usedAt),
+        gt(emailTokens.expiresAt, sql`now()`),
+      ),
+    )
+    .returning({ userId: emailTokens.userId, newEmail: emailTokens.newEmail });
+  return row;
 }

@@ -16,6 +16,7 @@ describe('GET /api/users/me/', () => {
       id: user.id,
       email: user.email,
       name: 'Grace',
+      email_verified: true,
       workspaces: [
         { id: own.id, name: 'Mine', slug: 'mine', role: 'admin', is_owner: true },
         { id: other.id, name: 'Theirs', slug: 'theirs', role: 'member', is_owner: false },

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { userName, userOut } from '../auth/auth.schemas.js';
+import { accountOut, userName } from '../auth/auth.schemas.js';
 import { workspaceRoles } from '../workspaces/workspaces.schemas.js';
 
-export const meOut = userOut.extend({
+export const meOut = accountOut.extend({
   workspaces: z.array(
     z.object({
       id: z.uuid(),

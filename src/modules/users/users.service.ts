@@ -1,6 +1,6 @@
 import type { Db } from '../../db/client.js';
-import { PermissionDeniedError } from '../../platform/errors.js';
-import { toUserOut } from '../auth/auth.service.js';
+import { NotAuthenticatedError, PermissionDeniedError } from '../../platform/errors.js';
+import { toAccountOut, toUserOut } from '../auth/auth.service.js';
 import type { UserOut } from '../auth/auth.schemas.js';
 import { listWorkspaceRolesOfUser } from '../workspaces/workspaces.repo.js';
 import type { MeOut } from './users.schemas.js';
@@ -11,12 +11,17 @@ const MAX_WORKSPACES_IN_ME = 500;
 
 export function createUsersService({ db }: { db: Db }) {
   return {
-    /** The caller (as authenticated a moment ago) with their workspaces: one query. */
-    async me(caller: { id: number; email: string; name: string }): Promise<MeOut> {
+    /** The caller with whether their address is proven, and their workspaces. */
+    async me(caller: { id: number }): Promise<MeOut> {
       const userId = caller.id;
-      const rows = await listWorkspaceRolesOfUser(db, userId, MAX_WORKSPACES_IN_ME);
+      const [user, rows] = await Promise.all([
+        repo.findUserById(db, userId),
+        listWorkspaceRolesOfUser(db, userId, MAX_WORKSPACES_IN_ME),
+      ]);
+      // Deleted between authentication and here: answer as for a revoked token.
+      if (!user) throw new NotAuthenticatedError('Invalid or expired token.', 'authentication_failed');
       return {
-        ...toUserOut(caller),
+        ...toAccountOut(user),
         workspaces: rows.map(({ workspace, role }) => ({
           id: workspace.id,
           name: workspace.name,

@@ -1,0 +1,151 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { useTestApp } from '../../../test/support/app.js';
+import { newUser, TEST_PASSWORD, type TestUser } from '../../../test/support/factories.js';
+import { mailsTo } from '../../../test/support/mail.js';
+
+/**
+ * Login, reset_password/, resend_activation/ and set_email/ allow THROTTLE_LOGIN (10/minute by
+ * default) attempts per address and per client IP. The counters live in the app's limiter for
+ * the whole file, so every test uses its own addresses and client IPs.
+ */
+const t = useTestApp();
+
+let ipCounter = 0;
+/** A client IP no other test uses. */
+const freshIp = () => `198.51.100.${++ipCounter}`;
+
+function post(url: string, body: unknown, ip: string, as?: TestUser): Promise<LightMyRequestResponse> {
+  return t.app.inject({
+    method: 'POST',
+    url,
+    payload: body as Record<string, unknown>,
+    remoteAddress: ip,
+    headers: as ? { authorization: `Bearer ${as.token}` } : {},
+  });
+}
+
+function expectThrottled(res: LightMyRequestResponse) {
+  expect(res.statusCode).toBe(429);
+  expect(res.json()).toEqual({ detail: expect.stringMatching(/throttled/), code: 'throttled' });
+  const retryAfter = Number(res.headers['retry-after']);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+}
+
+describe('login', () => {
+  it('answers the 11th attempt for one address within a minute with 429 and Retry-After, even from other IPs', async () => {
+    const user = await newUser(t);
+    for (let i = 0; i < 10; i += 1) {
+      const res = await post('/auth/token/login/', { email: user.email, password: `wrong-${i}` }, freshIp());
+      expect(res.statusCode).toBe(400);
+    }
+    // The right password, in another case, from yet another IP: still refused, no token issued.
+    const eleventh = await post('/auth/token/login/', { email: user.email.toUpperCase(), password: TEST_PASSWORD }, freshIp());
+    expectThrottled(eleventh);
+    // Other addresses are not affected.
+    const other = await newUser(t);
+    expect((await post('/auth/token/login/', { email: other.email, password: TEST_PASSWORD }, freshIp())).statusCode).toBe(200);
+  });
+
+  it('answers the 11th attempt from one IP with 429, whatever the address, and other IPs still log in', async () => {
+    const ip = freshIp();
+    for (let i = 0; i < 10; i += 1) {
+      const res = await post('/auth/token/login/', { email: `nobody-${i}@example.com`, password: 'guess-guess' }, ip);
+      expect(res.statusCode).toBe(400);
+    }
+    const user = await newUser(t);
+    expectThrottled(await post('/auth/token/login/', { email: user.email, password: TEST_PASSWORD }, ip));
+    expect((await post('/auth/token/login/', { email: user.email, password: TEST_PASSWORD }, freshIp())).statusCode).toBe(200);
+  });
+});
+
+describe('reset_password/', () => {
+  it('throttles per address: the 11th request is 429 and sends no mail', async () => {
+    const user = await newUser(t);
+    for (let i = 0; i < 10; i += 1) {
+      expect((await post('/auth/users/reset_password/', { email: user.email }, freshIp())).statusCode).toBe(204);
+    }
+    expectThrottled(await post('/auth/users/reset_password/', { email: user.email }, freshIp()));
+    expect(await mailsTo(t, user.email)).toHaveLength(10);
+  });
+
+  it('throttles per IP, also for unknown addresses', async () => {
+    const ip = freshIp();
+    for (let i = 0; i < 10; i += 1) {
+      expect((await post('/auth/users/reset_password/', { email: `ghost-${i}@example.com` }, ip)).statusCode).toBe(204);
+    }
+    const user = await newUser(t);
+    expectThrottled(await post('/auth/users/reset_password/', { email: user.email }, ip));
+    expect(await mailsTo(t, user.email)).toEqual([]);
+  });
+});
+
+describe('resend_activation/', () => {
+  it('throttles per address and per IP', async () => {
+    const user = await newUser(t, { verified: false });
+    for (let i = 0; i < 10; i += 1) {
+      expect((await post('/auth/users/resend_activation/', { email: user.email }, freshIp())).statusCode).toBe(204);
+    }
+    expectThrottled(await post('/auth/users/resend_activation/', { email: user.email }, freshIp()));
+    expect(await mailsTo(t, user.email)).toHaveLength(10);
+
+    const ip = freshIp();
+    for (let i = 0; i < 10; i += 1) {
+      await post('/auth/users/resend_activation/', { email: `ghost-${i}@example.com` }, ip);
+    }
+    expectThrottled(await post('/auth/users/resend_activation/', { email: 'someone-else@example.com' }, ip));
+  });
+});
+
+describe('set_email/', () => {
+  it('throttles password guesses per account: the 11th is 429 even with the right password, and nothing is mailed', async () => {
+    const user = await newUser(t);
+    for (let i = 0; i < 10; i += 1) {
+      const res = await post('/auth/users/set_email/', { current_password: `wrong-${i}`, new_email: `n${i}@example.com` }, freshIp(), user);
+      expect(res.statusCode).toBe(400);
+    }
+    const res = await post('/auth/users/set_email/', { current_password: TEST_PASSWORD, new_email: 'new@example.com' }, freshIp(), user);
+    expectThrottled(res);
+    expect(await mailsTo(t, 'new@example.com')).toEqual([]);
+  });
+
+  it('throttles per target address and per IP', async () => {
+    const target = 'flooded@example.com';
+    for (let i = 0; i < 10; i += 1) {
+      const sender = await newUser(t);
+      await post('/auth/users/set_email/', { current_password: TEST_PASSWORD, new_email: target }, freshIp(), sender);
+    }
+    const last = await newUser(t);
+    expectThrottled(await post('/auth/users/set_email/', { current_password: TEST_PASSWORD, new_email: target }, freshIp(), last));
+    expect(await mailsTo(t, target)).toHaveLength(10);
+
+    const ip = freshIp();
+    for (let i = 0; i < 10; i += 1) {
+      const sender = await newUser(t);
+      await post('/auth/users/set_email/', { current_password: 'wrong-password', new_email: `x${i}@example.com` }, ip, sender);
+    }
+    const user = await newUser(t);
+    expectThrottled(await post('/auth/users/set_email/', { current_password: TEST_PASSWORD, new_email: 'y@example.com' }, ip, user));
+  });
+});
+
+describe('THROTTLE_LOGIN', () => {
+  const strict = useTestApp({ THROTTLE_LOGIN: '2/hour' });
+
+  it('sets the rate', async () => {
+    const user = await newUser(strict);
+    const login = () =>
+      strict.app.inject({
+        method: 'POST',
+        url: '/auth/token/login/',
+        payload: { email: user.email, password: TEST_PASSWORD },
+        remoteAddress: '203.0.113.7',
+      });
+    expect((await login()).statusCode).toBe(200);
+    expect((await login()).statusCode).toBe(200);
+    const third = await login();
+    expect(third.statusCode).toBe(429);
+    expect(Number(third.headers['retry-after'])).toBeGreaterThan(3500);
+  });
+});
