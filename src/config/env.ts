@@ -119,6 +119,23 @@ const envSchema = z.object({
   EMAIL_TOKEN_TTL_SECONDS: z.coerce.number().int().positive().default(3 * 24 * 3600),
   /** Attempts per address and per client IP on login, password reset, activation resend and email change. */
   THROTTLE_LOGIN: rate('10/minute'),
+  /**
+   * Whose X-Forwarded-For to believe for the client IP (per-IP throttles, logs): `false` (none:
+   * the peer address), `true` (any), a number of proxy hops, or comma-separated addresses/CIDRs
+   * of the proxies. Behind a load balancer, set it, or every client shares the balancer's IP.
+   */
+  TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((v, ctx): boolean | number | string => {
+      const value = v.trim();
+      if (value === '' || value === 'false') return false;
+      if (value === 'true') return true;
+      if (/^\d+$/.test(value)) return Number(value);
+      if (/^[0-9a-fA-F.:/,\s]+$/.test(value)) return value;
+      ctx.addIssue({ code: 'custom', message: 'must be true, false, a hop count, or comma-separated addresses/CIDRs' });
+      return z.NEVER;
+    }),
   /** Origins browsers may call the API from (comma-separated, exact `scheme://host[:port]`); empty: none. */
   CORS_ALLOWED_ORIGINS: z
     .string()

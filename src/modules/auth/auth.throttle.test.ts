@@ -149,3 +149,30 @@ describe('THROTTLE_LOGIN', () => {
     expect(Number(third.headers['retry-after'])).toBeGreaterThan(3500);
   });
 });
+
+describe('the client IP behind proxies (TRUST_PROXY)', () => {
+  const behindProxy = useTestApp({ TRUST_PROXY: '127.0.0.1' });
+
+  const attempt = (app: typeof t, forwardedFor: string, peer = '127.0.0.1') =>
+    app.app.inject({
+      method: 'POST',
+      url: '/auth/users/reset_password/',
+      payload: { email: `nobody-${forwardedFor}@example.com` },
+      remoteAddress: peer,
+      headers: { 'x-forwarded-for': forwardedFor },
+    });
+
+  it('by default, a forged X-Forwarded-For does not escape the per-IP limit', async () => {
+    for (let i = 0; i < 10; i += 1) expect((await attempt(t, `192.0.2.${i}`, '198.51.100.250')).statusCode).toBe(204);
+    expectThrottled(await attempt(t, '192.0.2.99', '198.51.100.250'));
+  });
+
+  it('behind a named proxy, each forwarded client has its own counter; other peers cannot forge one', async () => {
+    for (let i = 0; i < 10; i += 1) expect((await attempt(behindProxy, '203.0.113.50')).statusCode).toBe(204);
+    expectThrottled(await attempt(behindProxy, '203.0.113.50'));
+    expect((await attempt(behindProxy, '203.0.113.51')).statusCode).toBe(204);
+    // A peer that is not the proxy: its header is ignored, its own address counts.
+    for (let i = 0; i < 10; i += 1) expect((await attempt(behindProxy, `192.0.2.${i}`, '198.51.100.251')).statusCode).toBe(204);
+    expectThrottled(await attempt(behindProxy, '192.0.2.200', '198.51.100.251'));
+  });
+});
