@@ -4,6 +4,9 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Deps } from './deps.js';
+import { apiKeyGuard } from './modules/auth/api-keys.guard.js';
+import { apiKeysRoutes } from './modules/auth/api-keys.routes.js';
+import { isApiKey } from './modules/auth/api-keys.service.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
 import { checkoutRoutes } from './modules/billing/checkout.routes.js';
 import { planRoutes } from './modules/billing/plan.routes.js';
@@ -107,10 +110,17 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await services.streams.listen();
 
   await app.register(async (api) => {
-    registerAuthentication(api, services.auth.verifyToken);
+    // Session tokens and personal API keys (recognised by their prefix) through one hook; the
+    // guard applies what a key restricts before any route runs.
+    registerAuthentication(
+      api,
+      (token) => (isApiKey(token) ? services.apiKeys.verify(token) : services.auth.verifyToken(token)),
+      apiKeyGuard,
+    );
     // After authentication (keys belong to the user); routes opt in with config.idempotent.
     registerIdempotency(api, { db: deps.database.db, ttlSeconds: config.IDEMPOTENCY_TTL_SECONDS });
     await api.register(authRoutes, { auth: services.auth });
+    await api.register(apiKeysRoutes, { apiKeys: services.apiKeys });
     await api.register(usersRoutes, { users: services.users });
     await api.register(workspacesRoutes, { workspaces: services.workspaces });
     await api.register(membershipsRoutes, { memberships: services.memberships });

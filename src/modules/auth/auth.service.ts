@@ -7,6 +7,7 @@ import type { Mailer } from '../../platform/mail/port.js';
 import { randomToken, sha256Hex } from '../../platform/secrets.js';
 import * as usersRepo from '../users/users.repo.js';
 import { countOwnedWorkspaces } from '../workspaces/workspaces.repo.js';
+import { revokeUserApiKeys } from './api-keys.repo.js';
 import { authErrors } from './auth.errors.js';
 import type { UserOut } from './auth.schemas.js';
 
@@ -105,7 +106,7 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
       await usersRepo.deleteUser(db, caller.id);
     },
 
-    /** Changes the password and signs out every other session (token) of the user. */
+    /** Changes the password, signs out every other session (token) of the user and revokes their API keys. */
     async setPassword(caller: AuthUser, currentPassword: string, newPassword: string): Promise<void> {
       const user = await usersRepo.findUserById(db, caller.id);
       if (!(await checkPassword(user, currentPassword))) throw authErrors.wrongCurrentPassword();
@@ -113,6 +114,7 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
       await db.transaction(async (tx) => {
         await usersRepo.updateUser(tx, caller.id, { passwordHash });
         await usersRepo.deleteUserTokens(tx, caller.id, caller.tokenId);
+        await revokeUserApiKeys(tx, caller.id);
       });
     },
 
@@ -147,6 +149,7 @@ export function createAuthService({ db, config, mailer, log }: AuthServiceDeps) 
         if (owner === undefined || owner !== userId) throw authErrors.invalidResetToken();
         await usersRepo.updateUser(tx, owner, { passwordHash });
         await usersRepo.deleteUserTokens(tx, owner);
+        await revokeUserApiKeys(tx, owner);
       });
     },
   };
