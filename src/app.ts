@@ -24,6 +24,7 @@ import { usersRoutes } from './modules/users/users.routes.js';
 import { membershipsRoutes } from './modules/workspaces/memberships.routes.js';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
 import { registerAuthentication } from './platform/auth.js';
+import { registerCors } from './platform/cors.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHealth } from './platform/health.js';
 import { registerIdempotency } from './platform/idempotency/idempotency.js';
@@ -70,8 +71,12 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.addHook('onRequest', (request, _reply, done) => runWithRequestContext({ requestId: request.id }, done));
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // No response is ever to be sniffed into another type (errors and 404s included).
+    reply.header('x-content-type-options', 'nosniff');
   });
   registerErrorHandler(app);
+  // Before every route, so preflights are answered before authentication and errors carry the headers too.
+  await registerCors(app, config.CORS_ALLOWED_ORIGINS);
 
   await app.register(fastifySwagger, {
     openapi: {
