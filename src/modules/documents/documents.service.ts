@@ -270,10 +270,12 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       return { processing_status: document.processingStatus, task: task ? toTaskOut(task) : null };
     },
 
-    /** Uploader or admin; needs credit. */
+    /** Uploader or admin; needs credit; counts against THROTTLE_DOCUMENT_UPLOADS like uploads and imports. */
     async reprocess(userId: number, workspaceId: string, documentId: string) {
       const { access, document } = await loadDocument(userId, workspaceId, documentId, { write: true, change: true });
       if (document.sourceKind === 'upload' && !document.storedAt) throw documentErrors.uploadMissing();
+      // Re-extracting and re-embedding costs what an upload does: the same throttle and scope.
+      await throttle(limiter, 'document_uploads', userId, config.THROTTLE_DOCUMENT_UPLOADS);
       await credit.assertAvailable(access.workspace);
       const task = await queueIngestion(document.id);
       return { processing_status: 'pending' as const, task: toTaskOut(task) };

@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../../test/support/app.js';
 import { docsBase, LIFTED_THROTTLES, putToSignedUrl, startUpload, type UploadGrant } from '../../../test/support/documents.js';
-import { newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
+import { addMember, newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
 import { truncateAll } from '../../../test/support/db.js';
 import { startTestS3, type TestS3 } from '../../../test/support/s3.js';
 import { uploadKeyOf } from './documents.service.js';
@@ -204,4 +204,40 @@ describe('checksum_sha256 on upload/', () => {
       expect(res.json()).toMatchObject({ code: 'validation_error', errors: { checksum_sha256: expect.any(Array) } });
     },
   );
+});
+
+describe('reprocess/ and THROTTLE_DOCUMENT_UPLOADS', () => {
+  let b: Backend;
+  beforeAll(async () => {
+    b = await localBackend({ THROTTLE_DOCUMENT_UPLOADS: '3/hour' });
+  });
+  afterAll(async () => {
+    await b?.close();
+  });
+
+  it('shares the throttle of uploads and imports: over it, 429 with Retry-After and nothing queued', async () => {
+    const [alice, bob] = [await newUser(b.t), await newUser(b.t)];
+    const ws = await newWorkspace(b.t, alice);
+    await addMember(b.t, ws, bob);
+    const base = docsBase(ws.id);
+    // 1: the upload.
+    const { document, upload } = await startUpload(b.t, ws.id, alice, { name: 'a.txt', content_type: 'text/plain', size: ORIGINAL.length });
+    expect((await b.put(upload, ORIGINAL)).status).toBe(200);
+    expect((await b.t.post(`${base}${document.id}/confirm-upload/`, {}, alice)).statusCode).toBe(202);
+    await b.t.deps.jobs.drain();
+    // 2 and 3: two reprocesses.
+    for (let i = 0; i < 2; i++) {
+      expect((await b.t.post(`${base}${document.id}/reprocess/`, {}, alice)).statusCode).toBe(202);
+      await b.t.deps.jobs.drain();
+    }
+    const tasksBefore = await b.t.deps.database.db.select().from(ingestionTasks);
+    const res = await b.t.post(`${base}${document.id}/reprocess/`, {}, alice);
+    expect(res.statusCode).toBe(429);
+    expect(res.json().code).toBe('throttled');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect(await b.t.deps.database.db.select().from(ingestionTasks)).toHaveLength(tasksBefore.length);
+    // The same scope as uploads: alice cannot upload either; another user still can.
+    expect((await b.t.post(`${base}upload/`, { name: 'b.txt', content_type: 'text/plain', size: 5 }, alice)).statusCode).toBe(429);
+    expect((await b.t.post(`${base}upload/`, { name: 'b.txt', content_type: 'text/plain', size: 5 }, bob)).statusCode).toBe(201);
+  });
 });
