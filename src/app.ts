@@ -88,7 +88,11 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       },
       components: {
         securitySchemes: {
-          token: { type: 'http', scheme: 'bearer', description: 'Token from POST /auth/token/login/' },
+          token: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'Token from POST /auth/token/login/, or a personal API key (wsai_...) from POST /auth/api-keys/',
+          },
         },
       },
       security: [{ token: [] }],
