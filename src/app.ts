@@ -4,6 +4,9 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Deps } from './deps.js';
+import { apiKeyGuard } from './modules/auth/api-keys.guard.js';
+import { apiKeysRoutes } from './modules/auth/api-keys.routes.js';
+import { isApiKey } from './modules/auth/api-keys.service.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
 import { checkoutRoutes } from './modules/billing/checkout.routes.js';
 import { planRoutes } from './modules/billing/plan.routes.js';
@@ -21,6 +24,7 @@ import { usersRoutes } from './modules/users/users.routes.js';
 import { membershipsRoutes } from './modules/workspaces/memberships.routes.js';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
 import { registerAuthentication } from './platform/auth.js';
+import { registerCors } from './platform/cors.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHealth } from './platform/health.js';
 import { registerIdempotency } from './platform/idempotency/idempotency.js';
@@ -68,8 +72,12 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.addHook('onRequest', (request, _reply, done) => runWithRequestContext({ requestId: request.id }, done));
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // No response is ever to be sniffed into another type (errors and 404s included).
+    reply.header('x-content-type-options', 'nosniff');
   });
   registerErrorHandler(app);
+  // Before every route, so preflights are answered before authentication and errors carry the headers too.
+  await registerCors(app, config.CORS_ALLOWED_ORIGINS);
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -81,7 +89,11 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       },
       components: {
         securitySchemes: {
-          token: { type: 'http', scheme: 'bearer', description: 'Token from POST /auth/token/login/' },
+          token: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'Token from POST /auth/token/login/, or a personal API key (wsai_...) from POST /auth/api-keys/',
+          },
         },
       },
       security: [{ token: [] }],
@@ -108,10 +120,17 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await services.streams.listen();
 
   await app.register(async (api) => {
-    registerAuthentication(api, services.auth.verifyToken);
+    // Session tokens and personal API keys (recognised by their prefix) through one hook; the
+    // guard applies what a key restricts before any route runs.
+    registerAuthentication(
+      api,
+      (token) => (isApiKey(token) ? services.apiKeys.verify(token) : services.auth.verifyToken(token)),
+      apiKeyGuard,
+    );
     // After authentication (keys belong to the user); routes opt in with config.idempotent.
     registerIdempotency(api, { db: deps.database.db, ttlSeconds: config.IDEMPOTENCY_TTL_SECONDS });
     await api.register(authRoutes, { auth: services.auth });
+    await api.register(apiKeysRoutes, { apiKeys: services.apiKeys });
     await api.register(usersRoutes, { users: services.users });
     await api.register(workspacesRoutes, { workspaces: services.workspaces });
     await api.register(membershipsRoutes, { memberships: services.memberships });

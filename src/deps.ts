@@ -20,6 +20,7 @@ import type { ObjectStorage } from './platform/storage/port.js';
 import { createS3Storage } from './platform/storage/s3.js';
 import { deleteExpiredIdempotencyKeys } from './platform/idempotency/idempotency.js';
 import { createMetrics, type Metrics } from './platform/metrics.js';
+import { createApiKeysService } from './modules/auth/api-keys.service.js';
 import { createAuthService } from './modules/auth/auth.service.js';
 import { createCreditService } from './modules/billing/credit.service.js';
 import { createChatsService } from './modules/chats/chats.service.js';
@@ -240,6 +241,7 @@ function createServices(
       log: log.child({ module: 'messages' }),
     }),
     auth: createAuthService({ db, config, mailer, limiter, log: log.child({ module: 'auth' }) }),
+    apiKeys: createApiKeysService({ db }),
     users: createUsersService({ db }),
     workspaces: createWorkspacesService({ db }),
     memberships: createMembershipsService({ db }),

@@ -6,8 +6,22 @@ export interface AuthUser {
   id: number;
   email: string;
   name: string;
-  /** The token the request used (to log out or keep it on password change). */
+  /**
+   * The token the request used (to log out or keep it on password change). For a request made
+   * with an API key it is the key's id, which no session token has.
+   */
   tokenId: string;
+  /** Set when the request was authenticated with a personal API key: what the key restricts. */
+  apiKey?: ApiKeyRestriction;
+}
+
+/** What a personal API key limits (see src/modules/auth/api-keys.policy.ts for the rules). */
+export interface ApiKeyRestriction {
+  id: string;
+  /** The only workspace the key reaches; null: every workspace of its user. */
+  workspaceId: string | null;
+  /** Only GET, HEAD and OPTIONS. */
+  readOnly: boolean;
 }
 
 /**
@@ -29,6 +43,12 @@ declare module 'fastify' {
 
 export type TokenVerifier = (token: string) => Promise<AuthUser | null>;
 
+/**
+ * Runs once a credential has been verified, before anything else of the route: throws to refuse
+ * the request (the API-key rules live behind this, in one place).
+ */
+export type CredentialGuard = (user: AuthUser, request: FastifyRequest) => void;
+
 /** Reads `Authorization: Bearer <token>` or the DRF-style `Token <token>`. */
 export function readToken(header: string | undefined): string | null | 'malformed' {
   if (!header) return null;
@@ -40,7 +60,7 @@ export function readToken(header: string | undefined): string | null | 'malforme
  * Installs authentication on an encapsulated context: every route registered inside it
  * requires a user unless its `config.auth` says otherwise.
  */
-export function registerAuthentication(app: FastifyInstance, verify: TokenVerifier): void {
+export function registerAuthentication(app: FastifyInstance, verify: TokenVerifier, guard?: CredentialGuard): void {
   app.decorateRequest('user', null);
   app.addHook('onRequest', async (request) => {
     const mode = request.routeOptions.config.auth ?? 'user';
@@ -52,6 +72,7 @@ export function registerAuthentication(app: FastifyInstance, verify: TokenVerifi
     if (token) {
       const user = await verify(token);
       if (!user) throw new NotAuthenticatedError('Invalid or expired token.', 'authentication_failed');
+      guard?.(user, request);
       request.user = user;
     }
     if (mode === 'user' && !request.user) throw new NotAuthenticatedError();

@@ -7,6 +7,12 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  */
 export interface RequestContext {
   requestId: string;
+  /**
+   * Set by authentication when the request's credential (an API key) may reach one workspace
+   * only; read by the workspace guard and the "your workspaces" lists. Never set for job runs:
+   * a job was authorised when the request that queued it was.
+   */
+  onlyWorkspaceId?: string;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
@@ -18,4 +24,19 @@ export function runWithRequestContext<T>(context: RequestContext, fn: () => T): 
 /** The id of the request being served (or whose job is running), if any. */
 export function currentRequestId(): string | undefined {
   return storage.getStore()?.requestId;
+}
+
+/**
+ * Limits the rest of the current request to one workspace. Throws outside a request context,
+ * so a restriction can never be silently dropped.
+ */
+export function restrictRequestToWorkspace(workspaceId: string): void {
+  const store = storage.getStore();
+  if (!store) throw new Error('restrictRequestToWorkspace called outside a request context');
+  store.onlyWorkspaceId = workspaceId.toLowerCase();
+}
+
+/** The one workspace the current request may reach, or undefined when it is not restricted. */
+export function requestWorkspaceRestriction(): string | undefined {
+  return storage.getStore()?.onlyWorkspaceId;
 }

@@ -28,14 +28,24 @@ export const SSE_HEARTBEAT_MS = 15_000;
 export function openEventStream(reply: FastifyReply, options: EventStreamOptions = {}): EventStream {
   reply.hijack();
   const raw = reply.raw;
-  raw.writeHead(200, {
+  // Headers hooks already set on the reply (CORS) first: hijacking skips Fastify's own sending.
+  // Names are merged case-insensitively, so no header goes out twice.
+  const headers: Record<string, string | number | string[]> = {};
+  const set = (name: string, value: string | number | string[] | undefined) => {
+    if (value !== undefined) headers[name.toLowerCase()] = value;
+  };
+  for (const [name, value] of Object.entries(reply.getHeaders())) set(name, value);
+  for (const [name, value] of Object.entries({
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-cache, no-transform',
     Connection: 'keep-alive',
     'X-Accel-Buffering': 'no',
+    'X-Content-Type-Options': 'nosniff',
     'X-Request-Id': String(reply.request.id),
     ...options.headers,
-  });
+  }))
+    set(name, value);
+  raw.writeHead(200, headers);
   raw.flushHeaders();
 
   let closed = false;

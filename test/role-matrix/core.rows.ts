@@ -107,6 +107,31 @@ export const coreRows: MatrixRow[] = [
     expect: statuses(400, 400, 400, 400, 400),
   },
 
+  // --- personal API keys (/auth/api-keys/) ---
+  {
+    route: 'POST /auth/api-keys/',
+    request: () => ({ url: '/auth/api-keys/', body: { name: 'Integration' } }),
+    expect: statuses(201, 201, 201, 201, 403),
+  },
+  {
+    route: 'POST /auth/api-keys/',
+    label: 'restricted to the matrix workspace',
+    request: (w) => ({ url: '/auth/api-keys/', body: { name: 'Integration', workspace: w.workspace.id, read_only: true } }),
+    // Only members may restrict a key to a workspace; anyone else's request is invalid input.
+    expect: statuses(201, 201, 201, 400, 403),
+  },
+  { route: 'GET /auth/api-keys/', request: () => ({ url: '/auth/api-keys/' }), expect: statuses(200, 200, 200, 200, 403) },
+  {
+    route: 'DELETE /auth/api-keys/:id/',
+    label: "the plain member's key",
+    request: async (w) => {
+      const { member } = w.users;
+      const key = await w.t.deps.services.apiKeys.create({ ...member, tokenId: 'matrix' }, { name: 'Member key', read_only: false });
+      return { url: `/auth/api-keys/${key.id}/` };
+    },
+    expect: statuses(404, 404, 204, 404, 403),
+  },
+
   // --- users ---
   { route: 'GET /api/users/me/', request: () => ({ url: '/api/users/me/' }), expect: statuses(200, 200, 200, 200, 403) },
   {

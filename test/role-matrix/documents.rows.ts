@@ -1,4 +1,5 @@
 import { eq } from 'drizzle-orm';
+import { uploadKeyOf } from '../../src/modules/documents/documents.service.js';
 import { documents } from '../../src/modules/documents/documents.table.js';
 import { type LocalSite, send, startLocalSite } from '../support/documents.js';
 import type { TestUser } from '../support/factories.js';
@@ -42,7 +43,9 @@ async function doc(w: World, uploader: TestUser, options: { confirmed?: boolean;
   });
   const db = w.t.deps.database.db;
   const [row] = await db.select().from(documents).where(eq(documents.id, document.id));
-  await w.t.deps.storage.put(row!.storageKey, body, { contentType: 'text/plain', contentLength: body.length });
+  // Where the client's PUT lands; a confirmed document's file lives under its own key.
+  const key = options.confirmed ? row!.storageKey : uploadKeyOf(row!);
+  await w.t.deps.storage.put(key, body, { contentType: 'text/plain', contentLength: body.length });
   if (options.confirmed) {
     await db.update(documents).set({ storedAt: new Date(), processingStatus: 'ready' }).where(eq(documents.id, document.id));
   }

@@ -24,6 +24,7 @@ const unlistedRoutes: Record<string, string> = {
   'GET /readyz': 'operations, no authentication',
   'GET /metrics': 'operations, no authentication',
   'GET /api/schema/': 'OpenAPI document, public',
+  'OPTIONS *': 'CORS preflights (@fastify/cors), answered before authentication',
 };
 const unlistedPrefixes = ['GET /api/docs', 'PUT /files/', 'GET /files/'];
 

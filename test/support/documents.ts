@@ -48,7 +48,7 @@ export async function startUpload(
   t: TestApp,
   wsId: string,
   as: TestUser,
-  input: { name: string; content_type: string; size: number; knowledge_base_ids?: string[] },
+  input: { name: string; content_type: string; size: number; knowledge_base_ids?: string[]; checksum_sha256?: string },
 ) {
   const res = await t.post(`${docsBase(wsId)}upload/`, input, as);
   expect(res.statusCode, res.body).toBe(201);

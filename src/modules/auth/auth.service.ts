@@ -10,6 +10,7 @@ import { randomToken, sha256Hex } from '../../platform/secrets.js';
 import { findLiveInvitationByTokenHash } from '../invitations/invitations.repo.js';
 import * as usersRepo from '../users/users.repo.js';
 import { countOwnedWorkspaces } from '../workspaces/workspaces.repo.js';
+import { revokeUserApiKeys } from './api-keys.repo.js';
 import { authErrors } from './auth.errors.js';
 import { activationMail, emailChangeConfirmMail, emailChangeNoticeMail } from './auth.mail.js';
 import type { AccountOut, UserOut } from './auth.schemas.js';
@@ -230,7 +231,7 @@ export function createAuthService({ db, config, mailer, limiter, log }: AuthServ
       await usersRepo.deleteUser(db, caller.id);
     },
 
-    /** Changes the password and signs out every other session (token) of the user. */
+    /** Changes the password, signs out every other session (token) of the user and revokes their API keys. */
     async setPassword(caller: AuthUser, currentPassword: string, newPassword: string): Promise<void> {
       const user = await usersRepo.findUserById(db, caller.id);
       if (!(await checkPassword(user, currentPassword))) throw authErrors.wrongCurrentPassword();
@@ -238,6 +239,7 @@ export function createAuthService({ db, config, mailer, limiter, log }: AuthServ
       await db.transaction(async (tx) => {
         await usersRepo.updateUser(tx, caller.id, { passwordHash });
         await usersRepo.deleteUserTokens(tx, caller.id, caller.tokenId);
+        await revokeUserApiKeys(tx, caller.id);
       });
     },
 
@@ -277,6 +279,7 @@ export function createAuthService({ db, config, mailer, limiter, log }: AuthServ
         await usersRepo.updateUser(tx, owner, { passwordHash });
         await usersRepo.markEmailVerified(tx, owner);
         await usersRepo.deleteUserTokens(tx, owner);
+        await revokeUserApiKeys(tx, owner);
       });
     },
 

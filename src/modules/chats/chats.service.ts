@@ -8,6 +8,7 @@ import type { ModelCatalog } from '../models/catalog.js';
 import { findUserByEmail } from '../users/users.repo.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/workspaces.access.js';
 import { findWorkspaceWithMembership } from '../workspaces/workspaces.repo.js';
+import { requestReaches } from '../auth/api-keys.guard.js';
 import { toUserOut } from '../auth/auth.service.js';
 import { listMessagesOfChat } from '../messages/messages.repo.js';
 import { loadChat } from './chats.access.js';
@@ -149,7 +150,8 @@ export function createChatsService({ db, plans, catalog, credit }: ChatsServiceD
           ? null
           : {
               userId,
-              isMember: Boolean(await findWorkspaceWithMembership(db, chat.workspaceId, userId)),
+              // An API key limited to another workspace reads the link like a non-member.
+              isMember: requestReaches(chat.workspaceId) && Boolean(await findWorkspaceWithMembership(db, chat.workspaceId, userId)),
               isSharee: await repo.isSharedWith(db, chat.id, userId),
             };
       if (!canOpenSharedLink(chat, viewer)) throw chatErrors.notFound();

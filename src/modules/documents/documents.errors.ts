@@ -14,6 +14,18 @@ export const documentErrors = {
     new PaymentRequiredError(`The plan's storage of ${Math.floor(limit / MB)} MB would be exceeded.`, 'storage_limit'),
   uploadMissing: () =>
     new ValidationError('No uploaded file was found; PUT the file to the upload URL first.', { upload: ['No uploaded file was found.'] }, 'upload_missing'),
+  sizeMismatch: (declared: number, stored: number) =>
+    new ValidationError(
+      `The uploaded file has ${stored} bytes, not the ${declared} declared; it was discarded, PUT the right file again.`,
+      { size: [`Declared ${declared} bytes, received ${stored}.`] },
+      'upload_size_mismatch',
+    ),
+  checksumMismatch: () =>
+    new ValidationError(
+      'The uploaded file does not match checksum_sha256; it was discarded, PUT the right file again.',
+      { checksum_sha256: ['The uploaded file does not match this checksum.'] },
+      'checksum_mismatch',
+    ),
   notAnUpload: () => new ConflictError('This document was not uploaded through a presigned URL.', 'not_an_upload'),
   notStored: () => new ConflictError('The document has no stored file yet.', 'file_not_available'),
   unknownKbs: (ids: string[]) =>

@@ -85,6 +85,16 @@ export async function updateDocument(db: DbOrTx, documentId: string, values: Par
   return row;
 }
 
+/** Marks an upload confirmed unless another confirm did first; undefined then. */
+export async function claimUpload(db: DbOrTx, documentId: string, values: { size: number; contentType: string }) {
+  const [row] = await db
+    .update(documents)
+    .set({ ...values, storedAt: new Date(), updatedAt: new Date() })
+    .where(and(eq(documents.id, documentId), isNull(documents.storedAt)))
+    .returning();
+  return row;
+}
+
 export async function deleteDocument(db: DbOrTx, documentId: string): Promise<void> {
   await db.delete(documents).where(eq(documents.id, documentId));
 }

@@ -52,6 +52,11 @@ export const uploadBody = z.object({
   content_type: contentType,
   size: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
   knowledge_base_ids: kbIds,
+  /** Optional SHA-256 of the file, base64 (44 characters); `confirm-upload/` refuses other bytes. */
+  checksum_sha256: z
+    .string()
+    .regex(/^[A-Za-z0-9+/]{43}=$/, 'Expected the base64 SHA-256 of the file (44 characters).')
+    .optional(),
 });
 export const uploadOut = z.object({
   document: documentOut,

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
 import type { Db } from '../../db/client.js';
@@ -43,6 +43,21 @@ export interface DocumentsServiceDeps {
 }
 
 const viewerOf = (access: WorkspaceAccess) => ({ userId: access.userId, isOwnerOrAdmin: isOwnerOrAdmin(access) });
+
+/**
+ * Where the client's PUT lands: never the document's own key. `confirm-upload/` checks it and
+ * moves it to `storage_key` inside the store, so nothing a client holds (a second PUT to a
+ * still-valid upload URL, on a store that ignores `If-None-Match`) can change the confirmed file.
+ */
+export function uploadKeyOf(document: { id: string; workspaceId: string }): string {
+  return `uploads/${document.workspaceId}/${document.id}`;
+}
+
+async function sha256Base64(storage: ObjectStorage, key: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of await storage.get(key)) hash.update(chunk as Buffer);
+  return hash.digest('base64');
+}
 
 /** A storage-key segment from a file name: letters, digits, `.`, `_`, `-`, not starting with `.` (keys.ts). */
 function safeFileName(name: string): string {
@@ -140,16 +155,19 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       const { document } = await loadDocument(userId, workspaceId, documentId, { write: true, change: true });
       await repo.revokeOpenTasks(db, document.id);
       await repo.deleteDocument(db, document.id);
-      await storage.delete(document.storageKey).catch((error: unknown) => {
-        deps.log.warn({ err: error, key: document.storageKey }, 'could not delete a stored document file');
-      });
+      const keys = document.sourceKind === 'upload' ? [document.storageKey, uploadKeyOf(document)] : [document.storageKey];
+      for (const key of keys) {
+        await storage.delete(key).catch((error: unknown) => {
+          deps.log.warn({ err: error, key }, 'could not delete a stored document file');
+        });
+      }
     },
 
     /** Step 1 of an upload: plan checks, the document row, and a presigned PUT URL. */
     async upload(
       userId: number,
       workspaceId: string,
-      input: { name: string; content_type: string; size: number; knowledge_base_ids: string[] },
+      input: { name: string; content_type: string; size: number; knowledge_base_ids: string[]; checksum_sha256?: string },
     ) {
       const access = await requireMember(db, workspaceId, userId, { write: true });
       await throttle(limiter, 'document_uploads', userId, config.THROTTLE_DOCUMENT_UPLOADS);
@@ -167,11 +185,12 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
           size: input.size,
           sourceKind: 'upload',
           storageKey: `workspaces/${workspaceId}/documents/${id}/${safeFileName(input.name)}`,
+          uploadChecksumSha256: input.checksum_sha256 ?? null,
           uploadedBy: userId,
         },
         kbIds,
       );
-      const upload = await storage.createUploadUrl(document.storageKey, {
+      const upload = await storage.createUploadUrl(uploadKeyOf(document), {
         contentType: input.content_type,
         expiresInSeconds: config.STORAGE_URL_TTL_SECONDS,
         maxBytes: input.size,
@@ -182,34 +201,54 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       };
     },
 
-    /** Step 3: checks the stored object's real size and type, then queues ingestion. */
+    /**
+     * Step 3: checks the uploaded object (size as declared, the plan, the checksum when one was
+     * declared), moves it to the document's key and queues ingestion. Exactly one of concurrent
+     * confirms moves it; a refused upload is discarded, so the same URL may be used again.
+     */
     async confirmUpload(userId: number, workspaceId: string, documentId: string) {
       const { access, document } = await loadDocument(userId, workspaceId, documentId, { write: true, change: true });
       if (document.sourceKind !== 'upload') throw documentErrors.notAnUpload();
       if (document.storedAt) return this.processingStatus(userId, workspaceId, documentId);
-      const stored = await storage.head(document.storageKey);
+      const uploadKey = uploadKeyOf(document);
+      const stored = await storage.head(uploadKey);
       if (!stored) throw documentErrors.uploadMissing();
-      const { plan } = await resolveBillingState(db, plans, access.workspace);
-      const rejectObject = async (error: Error) => {
-        await storage.delete(document.storageKey);
+      const discard = async (error: Error): Promise<never> => {
+        await storage.delete(uploadKey);
         throw error;
       };
-      if (stored.size > plan.max_file_size_bytes) await rejectObject(documentErrors.fileTooLarge(plan.max_file_size_bytes));
+      if (stored.size !== document.size) await discard(documentErrors.sizeMismatch(document.size, stored.size));
+      const { plan } = await resolveBillingState(db, plans, access.workspace);
+      if (stored.size > plan.max_file_size_bytes) await discard(documentErrors.fileTooLarge(plan.max_file_size_bytes));
       await credit.assertAvailable(access.workspace);
-      const fits = await db.transaction(async (tx) => {
+      const claim = await db.transaction(async (tx) => {
         await lockWorkspace(tx, workspaceId);
         const usage = await repo.workspaceUsage(tx, workspaceId);
         // The declared size is already counted; swap it for the real one.
-        if (usage.storageBytes - document.size + stored.size > plan.max_storage_bytes) return false;
-        await repo.updateDocument(tx, document.id, {
+        if (usage.storageBytes - document.size + stored.size > plan.max_storage_bytes) return 'over_limit' as const;
+        // Only one confirm claims the document (stored_at was null): it alone moves the file.
+        const claimed = await repo.claimUpload(tx, document.id, {
           size: stored.size,
           contentType: stored.contentType ?? document.contentType,
-          storedAt: new Date(),
         });
-        return true;
+        return claimed ? ('claimed' as const) : ('already_confirmed' as const);
       });
       // Outside the transaction: no storage call while rows are locked (DESIGN rule 6).
-      if (!fits) await rejectObject(documentErrors.storageLimit(plan.max_storage_bytes));
+      if (claim === 'over_limit') await discard(documentErrors.storageLimit(plan.max_storage_bytes));
+      if (claim === 'already_confirmed') return this.processingStatus(userId, workspaceId, documentId);
+      try {
+        await storage.commitUpload(uploadKey, document.storageKey);
+        // Checked on the moved object, the one served and ingested: a PUT that raced the move
+        // (on a store without conditional writes) cannot slip other bytes past these checks.
+        const moved = await storage.head(document.storageKey);
+        if (!moved || moved.size !== document.size) throw documentErrors.sizeMismatch(document.size, moved?.size ?? 0);
+        const expected = document.uploadChecksumSha256;
+        if (expected && (await sha256Base64(storage, document.storageKey)) !== expected) throw documentErrors.checksumMismatch();
+      } catch (error) {
+        await repo.updateDocument(db, document.id, { storedAt: null, size: document.size });
+        await Promise.all([storage.delete(document.storageKey), storage.delete(uploadKey)]);
+        throw error;
+      }
       const task = await queueIngestion(document.id);
       return { processing_status: 'pending' as const, task: toTaskOut(task) };
     },
@@ -231,10 +270,12 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       return { processing_status: document.processingStatus, task: task ? toTaskOut(task) : null };
     },
 
-    /** Uploader or admin; needs credit. */
+    /** Uploader or admin; needs credit; counts against THROTTLE_DOCUMENT_UPLOADS like uploads and imports. */
     async reprocess(userId: number, workspaceId: string, documentId: string) {
       const { access, document } = await loadDocument(userId, workspaceId, documentId, { write: true, change: true });
       if (document.sourceKind === 'upload' && !document.storedAt) throw documentErrors.uploadMissing();
+      // Re-extracting and re-embedding costs what an upload does: the same throttle and scope.
+      await throttle(limiter, 'document_uploads', userId, config.THROTTLE_DOCUMENT_UPLOADS);
       await credit.assertAvailable(access.workspace);
       const task = await queueIngestion(document.id);
       return { processing_status: 'pending' as const, task: toTaskOut(task) };

@@ -41,6 +41,8 @@ export const documents = pgTable(
     sourceKind: text('source_kind', { enum: sourceKinds }).notNull(),
     sourceUrl: text('source_url'),
     storageKey: text('storage_key').notNull(),
+    /** SHA-256 (base64) the client declared at `upload/`; checked against the stored bytes at confirm. */
+    uploadChecksumSha256: text('upload_checksum_sha256'),
     processingStatus: text('processing_status', { enum: processingStatuses }).notNull().default('pending'),
     uploadedBy: integer('uploaded_by').references(() => users.id, { onDelete: 'set null' }),
     /** Set once the client's upload was checked (uploads) or the content fetched (URLs). */

@@ -18,6 +18,7 @@ import {
 } from '../../../test/support/documents.js';
 import { addMember, newUser, newWorkspace } from '../../../test/support/factories.js';
 import { knowledgeBaseDocuments } from '../knowledge-bases/knowledge-bases.table.js';
+import { uploadKeyOf } from './documents.service.js';
 import { documents, ingestionTasks } from './documents.table.js';
 
 // Tiny limits on the free plan, so the limits are reached with a few small files.
@@ -134,31 +135,23 @@ describe('the presigned upload flow', () => {
     expect((await documentRows())[0]).toMatchObject({ processingStatus: 'pending', storedAt: null });
   });
 
-  it('refuses (402 file_too_large) and deletes a stored object larger than the plan allows', async () => {
-    const { alice, ws, base } = await setup();
-    const { document } = await startUpload(t, ws.id, alice, uploadBody({ size: 1000 }));
-    // A client that ignores the declared size (S3 does not enforce it on a presigned PUT).
-    const [row] = await documentRows();
-    await t.deps.storage.put(row!.storageKey, Buffer.alloc(LIMITS.max_file_size_bytes + 1, 'a'), {
-      contentType: 'text/plain',
-      contentLength: LIMITS.max_file_size_bytes + 1,
-    });
-    const res = await t.post(`${base}${document.id}/confirm-upload/`, {}, alice);
-    expect(res.statusCode).toBe(402);
-    expect(res.json().code).toBe('file_too_large');
-    expect(await t.deps.storage.head(row!.storageKey)).toBeNull();
-    expect(await taskRows(document.id)).toEqual([]);
-  });
-
-  it('refuses (402 storage_limit) a stored object whose real size overflows the storage', async () => {
+  // A client that ignores the declared size (S3 does not enforce it on a presigned PUT) gets
+  // 400 upload_size_mismatch before any plan check: the declared size is what the plan limits
+  // (file size and storage) were checked against at upload/, and what storage counts.
+  it.each([
+    ['larger than the plan allows', LIMITS.max_file_size_bytes + 1],
+    ['larger than declared, overflowing the storage', 15_000],
+    ['smaller than declared', 10],
+  ])('refuses (400 upload_size_mismatch) and discards an upload %s', async (_label, actual) => {
     const { alice, base } = await setup();
     for (let i = 0; i < 2; i++) expect((await t.post(`${base}upload/`, uploadBody({ size: 19_000 }), alice)).statusCode).toBe(201);
     const { document } = (await t.post(`${base}upload/`, uploadBody({ size: 100 }), alice)).json();
     const row = (await documentRows()).find((d) => d.id === document.id)!;
-    await t.deps.storage.put(row.storageKey, Buffer.alloc(15_000, 'a'), { contentType: 'text/plain', contentLength: 15_000 });
+    await t.deps.storage.put(uploadKeyOf(row), Buffer.alloc(actual, 'a'), { contentType: 'text/plain', contentLength: actual });
     const res = await t.post(`${base}${document.id}/confirm-upload/`, {}, alice);
-    expect(res.statusCode).toBe(402);
-    expect(res.json().code).toBe('storage_limit');
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'upload_size_mismatch', errors: { size: [expect.any(String)] } });
+    expect(await t.deps.storage.head(uploadKeyOf(row))).toBeNull();
     expect(await t.deps.storage.head(row.storageKey)).toBeNull();
     expect(await taskRows(document.id)).toEqual([]);
     expect((await documentRows()).find((d) => d.id === document.id)).toMatchObject({ size: 100, storedAt: null });

@@ -7,6 +7,7 @@ import { newUser, newWorkspace } from '../../../test/support/factories.js';
 import { countTokens, type FakeModelServer, startFakeModelServer } from '../../../test/support/fake-model-server.js';
 import { creditReservations, creditUsage } from '../billing/billing.table.js';
 import * as repo from '../documents/documents.repo.js';
+import { uploadKeyOf } from '../documents/documents.service.js';
 import { documentChunks, documents } from '../documents/documents.table.js';
 
 /** Ingestion with EMBEDDING_MODEL pointed at the fake model server: vectors, their size, their cost. */
@@ -98,7 +99,9 @@ describe('embeddings', () => {
     });
     const url = new URL(upload.url);
     await t.app.inject({ method: 'PUT', url: `${url.pathname}${url.search}`, headers: upload.headers, payload: bytes });
-    await db().update(documents).set({ storedAt: new Date() }).where(eq(documents.id, document.id));
+    // Confirmed, as confirm-upload/ leaves it: the file moved to the document's key.
+    const [row] = await db().update(documents).set({ storedAt: new Date() }).where(eq(documents.id, document.id)).returning();
+    await t.deps.storage.commitUpload(uploadKeyOf(row!), row!.storageKey);
     // The credit was spent between the confirmation and the job: queue the job without the checks.
     const task = await repo.insertTask(db(), document.id);
     await recordUsage(t, ws.id, 5);

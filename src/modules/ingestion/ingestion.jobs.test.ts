@@ -6,6 +6,7 @@ import { newUser, newWorkspace } from '../../../test/support/factories.js';
 import * as jobsRepo from '../../platform/queue/jobs.repo.js';
 import { backgroundJobs } from '../../platform/queue/jobs.table.js';
 import * as repo from '../documents/documents.repo.js';
+import { uploadKeyOf } from '../documents/documents.service.js';
 import { documentChunks, documents, ingestionTasks } from '../documents/documents.table.js';
 
 /**
@@ -113,7 +114,9 @@ describe('after a crash', () => {
     const ids: string[] = [];
     for (const status of ['PENDING', 'STARTED', 'RETRY'] as const) {
       const document = await storedUpload(ws.id, owner);
-      await db().update(documents).set({ storedAt: new Date() }).where(eq(documents.id, document.id));
+      // Confirmed, as confirm-upload/ leaves it: the file moved to the document's key.
+      const [row] = await db().update(documents).set({ storedAt: new Date() }).where(eq(documents.id, document.id)).returning();
+      await t.deps.storage.commitUpload(uploadKeyOf(row!), row!.storageKey);
       // As if the process died after committing the task and its job, before (or while) running it.
       const task = await repo.insertTask(db(), document.id);
       await repo.updateTask(db(), task.id, { status });

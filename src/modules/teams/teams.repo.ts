@@ -1,6 +1,7 @@
 import { and, asc, count, eq, inArray } from 'drizzle-orm';
 import type { DbOrTx } from '../../db/client.js';
 import { users } from '../users/users.table.js';
+import { membershipsSeenBy } from '../workspaces/workspaces.repo.js';
 import { workspaceMemberships } from '../workspaces/workspaces.table.js';
 import type { TeamRole } from './teams.schemas.js';
 import { teamMemberships, teams } from './teams.table.js';
@@ -18,12 +19,9 @@ export function isUniqueViolation(error: unknown): boolean {
   return e?.code === '23505' || e?.cause?.code === '23505';
 }
 
-/** Ids of the workspaces `userId` is a member of, as a subquery. */
+/** Ids of the workspaces `userId` is a member of (as the current request may see them), as a subquery. */
 function workspacesOf(db: DbOrTx, userId: number) {
-  return db
-    .select({ id: workspaceMemberships.workspaceId })
-    .from(workspaceMemberships)
-    .where(eq(workspaceMemberships.userId, userId));
+  return db.select({ id: workspaceMemberships.workspaceId }).from(workspaceMemberships).where(membershipsSeenBy(userId));
 }
 
 export async function findTeam(db: DbOrTx, id: string): Promise<TeamRow | undefined> {
@@ -171,6 +169,6 @@ export async function listVisibleTeamMemberships(
 
 export async function listTeamMembershipsOfUser(db: DbOrTx, userId: number): Promise<TeamMembershipWithUser[]> {
   return selectTeamMemberships(db)
-    .where(eq(teamMemberships.userId, userId))
+    .where(and(eq(teamMemberships.userId, userId), inArray(teams.workspaceId, workspacesOf(db, userId))))
     .orderBy(asc(teamMemberships.createdAt), asc(teamMemberships.id));
 }

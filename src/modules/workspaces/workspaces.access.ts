@@ -1,5 +1,6 @@
 import type { DbOrTx } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
+import { assertRequestReaches } from '../auth/api-keys.guard.js';
 import { workspaceErrors } from './workspaces.errors.js';
 import type { MemberContext } from './workspaces.policy.js';
 import { findWorkspaceWithMembership, type MembershipRow, type WorkspaceRow } from './workspaces.repo.js';
@@ -21,6 +22,8 @@ export interface AccessOptions {
 /**
  * The one guard every workspace-scoped module uses: a current member of the workspace or 403
  * (an unknown workspace looks the same as one you are not in), and no writes while archived.
+ * A request made with an API key limited to another workspace gets 403 `api_key_workspace_denied`
+ * (api-keys.policy.ts), whatever named the workspace: the path, a body field, the object reached.
  */
 export async function requireMember(
   db: DbOrTx,
@@ -29,6 +32,7 @@ export async function requireMember(
   options: AccessOptions = {},
 ): Promise<WorkspaceAccess> {
   if (!isUuid(workspaceId)) throw workspaceErrors.notMember();
+  assertRequestReaches(workspaceId);
   const found = await findWorkspaceWithMembership(db, workspaceId, userId);
   if (!found) throw workspaceErrors.notMember();
   if (options.write) assertWritable(found.workspace);

@@ -1,5 +1,6 @@
 import { and, asc, count, eq, inArray, sql } from 'drizzle-orm';
 import { type DbOrTx, queryRows } from '../../db/client.js';
+import { requestWorkspaceRestriction } from '../../platform/request-context.js';
 import { chatSessions, chatShares } from '../chats/chats.table.js';
 import { teamMemberships, teams } from '../teams/teams.table.js';
 import { users } from '../users/users.table.js';
@@ -20,6 +21,16 @@ export async function findWorkspace(db: DbOrTx, id: string): Promise<WorkspaceRo
   return row;
 }
 
+/**
+ * The memberships of `userId` as the current request may see them: all of them, or only the one
+ * in the workspace its API key is limited to (api-keys.policy.ts). Every list of "the caller's
+ * workspaces" starts here.
+ */
+export function membershipsSeenBy(userId: number) {
+  const only = requestWorkspaceRestriction();
+  return and(eq(workspaceMemberships.userId, userId), only ? eq(workspaceMemberships.workspaceId, only) : undefined);
+}
+
 /** The workspace and the user's membership in it, in one query; undefined when not a member. */
 export async function findWorkspaceWithMembership(db: DbOrTx, workspaceId: string, userId: number) {
   const [row] = await db
@@ -31,7 +42,7 @@ export async function findWorkspaceWithMembership(db: DbOrTx, workspaceId: strin
 }
 
 export async function listWorkspacesOfUser(db: DbOrTx, userId: number, limit: number, offset: number) {
-  const where = eq(workspaceMemberships.userId, userId);
+  const where = membershipsSeenBy(userId);
   const [rows, [total]] = await Promise.all([
     db
       .select({ workspace: workspaces, role: workspaceMemberships.role })
@@ -52,7 +63,7 @@ export async function listWorkspaceRolesOfUser(db: DbOrTx, userId: number, limit
     .select({ workspace: workspaces, role: workspaceMemberships.role })
     .from(workspaceMemberships)
     .innerJoin(workspaces, eq(workspaces.id, workspaceMemberships.workspaceId))
-    .where(eq(workspaceMemberships.userId, userId))
+    .where(membershipsSeenBy(userId))
     .orderBy(asc(workspaces.createdAt), asc(workspaces.id))
     .limit(limit);
 }
@@ -117,7 +128,7 @@ export async function listVisibleMemberships(
   const viewerWorkspaces = db
     .select({ id: workspaceMemberships.workspaceId })
     .from(workspaceMemberships)
-    .where(eq(workspaceMemberships.userId, viewerId));
+    .where(membershipsSeenBy(viewerId));
   const where = and(
     inArray(workspaceMemberships.workspaceId, viewerWorkspaces),
     options.workspaceId ? eq(workspaceMemberships.workspaceId, options.workspaceId) : undefined,
@@ -141,7 +152,7 @@ export async function listMembershipsOfUser(db: DbOrTx, userId: number): Promise
     .select(membershipWithUser)
     .from(workspaceMemberships)
     .innerJoin(users, eq(users.id, workspaceMemberships.userId))
-    .where(eq(workspaceMemberships.userId, userId))
+    .where(membershipsSeenBy(userId))
     .orderBy(asc(workspaceMemberships.createdAt), asc(workspaceMemberships.id));
 }
 

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { PayloadTooLargeError } from '../errors.js';
+import { AppError, PayloadTooLargeError } from '../errors.js';
 import { attachmentDisposition } from './keys.js';
 import { DOWNLOAD_PATH, type LocalStorage, UPLOAD_PATH } from './local.js';
 
@@ -34,10 +34,11 @@ export async function localStorageRoutes(app: FastifyInstance, { storage }: Opti
       try {
         // The parser above passes the stream through; with an empty body Fastify may not call it.
         const body = (request.body as Readable | undefined) ?? request.raw;
-        await storage.write(key, body, { contentType: grant.contentType, maxBytes: grant.maxBytes });
+        // Single use: an object already stored under the key (or its placeholder) is never replaced.
+        await storage.write(key, body, { contentType: grant.contentType, maxBytes: grant.maxBytes, once: true });
       } catch (error) {
         // The rest of the body was not read: close the connection rather than drain it.
-        if (error instanceof PayloadTooLargeError) reply.header('connection', 'close');
+        if (error instanceof PayloadTooLargeError || (error instanceof AppError && error.status === 409)) reply.header('connection', 'close');
         throw error;
       }
       return reply.code(200).send();

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { access, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, copyFile, link, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { NotFoundError, PayloadTooLargeError, PermissionDeniedError, StorageFullError } from '../errors.js';
+import { ConflictError, NotFoundError, PayloadTooLargeError, PermissionDeniedError, StorageFullError } from '../errors.js';
 import { hmacSha256, safeEqual } from '../secrets.js';
 import { assertValidKey } from './keys.js';
 import type { ObjectStorage, StoredObjectInfo } from './port.js';
@@ -40,8 +40,11 @@ export interface LocalStorage extends ObjectStorage {
   /** Throws 403 AppErrors for a missing, tampered or expired signature or a wrong Content-Type. */
   verifyUpload(key: string, query: Query, contentType: string | undefined): UploadGrant;
   verifyDownload(key: string, query: Query): DownloadGrant;
-  /** Streams `body` into the object, refusing (413) more than `maxBytes`; all or nothing. */
-  write(key: string, body: Readable | Buffer, options: { contentType: string; maxBytes?: number }): Promise<void>;
+  /**
+   * Streams `body` into the object, refusing (413) more than `maxBytes`; all or nothing. With
+   * `once`, an existing object is never replaced: 409 `upload_already_used` (the signed upload URLs).
+   */
+  write(key: string, body: Readable | Buffer, options: { contentType: string; maxBytes?: number; once?: boolean }): Promise<void>;
   /** The object's bytes as a stream, with its stored info (NotFoundError when absent). */
   open(key: string): Promise<{ stream: Readable; info: StoredObjectInfo }>;
 }
@@ -120,9 +123,11 @@ export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
       await storage.write(key, body, { contentType });
     },
 
-    async write(key, body, { contentType, maxBytes }) {
+    async write(key, body, { contentType, maxBytes, once }) {
       const target = objectPath(key);
       const meta = metaPath(key);
+      // Fails fast before reading the body; the exclusive link below decides races.
+      if (once && (await readInfo(key))) throw uploadAlreadyUsed();
       const source = Buffer.isBuffer(body) ? Readable.from([body]) : body;
       const tmpDir = path.join(root, '.tmp');
       await mkdir(tmpDir, { recursive: true });
@@ -133,6 +138,15 @@ export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
         await writeFile(metaTmp, JSON.stringify({ contentType }), { flag: 'wx' });
         await mkdir(path.dirname(meta), { recursive: true });
         await mkdir(path.dirname(target), { recursive: true });
+        if (once) {
+          // link() never replaces an existing name: of two racing uploads exactly one wins.
+          await link(tmp, target).catch((error: NodeJS.ErrnoException) => {
+            throw error.code === 'EEXIST' ? uploadAlreadyUsed() : error;
+          });
+          await rm(tmp, { force: true });
+          await rename(metaTmp, meta);
+          return;
+        }
         // Metadata first: when the new bytes appear, their content type is already in place.
         await rename(metaTmp, meta);
         await rename(tmp, target);
@@ -160,6 +174,20 @@ export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
     async delete(key) {
       await rm(objectPath(key), { force: true });
       await rm(metaPath(key), { force: true });
+    },
+
+    async commitUpload(uploadKey, key) {
+      const info = await readInfo(uploadKey);
+      if (!info) throw new NotFoundError('No such object.', 'object_not_found');
+      const target = objectPath(key);
+      await mkdir(path.dirname(metaPath(key)), { recursive: true });
+      await mkdir(path.dirname(target), { recursive: true });
+      await copyFile(metaPath(uploadKey), metaPath(key)).catch(() => undefined);
+      await rename(objectPath(uploadKey), target);
+      // The placeholder keeps the upload URL refused (409) for the rest of its life.
+      await writeFile(objectPath(uploadKey), '', { flag: 'wx' }).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EEXIST') throw error;
+      });
     },
 
     async createUploadUrl(key, { contentType, expiresInSeconds, maxBytes }) {
@@ -216,6 +244,9 @@ export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
   };
   return storage;
 }
+
+const uploadAlreadyUsed = () =>
+  new ConflictError('This upload URL was already used; ask for a new upload.', 'upload_already_used');
 
 /**
  * Passes `source` through, failing with 413 past `limit` bytes. The source is piped, not

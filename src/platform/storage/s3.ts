@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import {
+  CopyObjectCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -96,17 +97,33 @@ export function createS3Storage(options: S3StorageOptions): ObjectStorage {
 
     async createUploadUrl(key, { contentType, expiresInSeconds }) {
       assertValidKey(key);
-      // Content-Type stays a signed header, so the client must send exactly this type.
-      const url = await getSignedUrl(client, new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: contentType }), {
-        expiresIn: expiresInSeconds,
-        signableHeaders: new Set(['content-type']),
-      });
+      // Content-Type and If-None-Match stay signed headers, so the client must send exactly these:
+      // a conditional write (S3, R2, MinIO and others) refuses a PUT over an existing object (412).
+      const url = await getSignedUrl(
+        client,
+        new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: contentType, IfNoneMatch: '*' }),
+        { expiresIn: expiresInSeconds, signableHeaders: new Set(['content-type', 'if-none-match']) },
+      );
       return {
         url,
         method: 'PUT',
-        headers: { 'Content-Type': contentType },
+        headers: { 'Content-Type': contentType, 'If-None-Match': '*' },
         expiresAt: new Date(Date.now() + expiresInSeconds * 1000),
       };
+    },
+
+    async commitUpload(uploadKey, key) {
+      assertValidKey(uploadKey);
+      assertValidKey(key);
+      try {
+        // A server-side copy (up to 5 GB in one request): the bytes never pass through the service.
+        await client.send(new CopyObjectCommand({ Bucket: bucket, Key: key, CopySource: `${bucket}/${uploadKey}` }));
+      } catch (error) {
+        if (isNotFound(error)) throw new NotFoundError('No such object.', 'object_not_found');
+        throw error;
+      }
+      // The placeholder keeps the conditional upload URL refused; it costs no stored bytes.
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: uploadKey, Body: Buffer.alloc(0), ContentLength: 0 }));
     },
 
     async createDownloadUrl(key, { filename, contentType, expiresInSeconds }) {

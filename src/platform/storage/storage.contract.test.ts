@@ -115,12 +115,35 @@ describe.each(adapters)('object storage contract: $kind', ({ kind, harness }) =>
     },
   );
 
+  it('writes an upload URL once (local: 409; S3: If-None-Match), and commitUpload moves the object out of its reach', async () => {
+    const key = 'ws/3/uploads/once';
+    const final = 'ws/3/documents/once/file.txt';
+    const signed = await storage.createUploadUrl(key, { contentType: 'text/plain', expiresInSeconds: 300, maxBytes: 100 });
+    expect((await upload(signed.url, 'first', signed.headers)).status).toBe(200);
+    const second = await upload(signed.url, 'other', signed.headers);
+    // s3rver ignores If-None-Match on PUT (S3, R2 and recent MinIO answer 412): the PUT lands.
+    expect(second.status).toBe(kind === 'local' ? 409 : 200);
+    const expected = kind === 'local' ? 'first' : 'other';
+    await storage.commitUpload(key, final);
+    expect(await text(await storage.get(final))).toBe(expected);
+    expect(await storage.head(final)).toMatchObject({ size: 5 });
+    // The placeholder left behind keeps the URL refused where the store honours the condition.
+    expect(await storage.head(key)).toMatchObject({ size: 0 });
+    const late = await upload(signed.url, 'late!', signed.headers);
+    expect(late.status).toBe(kind === 'local' ? 409 : 200);
+    expect(await text(await storage.get(final))).toBe(expected);
+    await expect(storage.commitUpload('ws/3/uploads/missing', 'ws/3/documents/missing')).rejects.toBeInstanceOf(NotFoundError);
+    await storage.delete(final);
+    await storage.delete(key);
+  });
+
   it('uploads through a signed PUT URL and downloads as a named attachment through a signed GET URL', async () => {
     const key = 'ws/2/documents/report';
     const before = Date.now();
     const signed = await storage.createUploadUrl(key, { contentType: 'application/pdf', expiresInSeconds: 300, maxBytes: 1000 });
     expect(signed.method).toBe('PUT');
-    expect(signed.headers).toEqual({ 'Content-Type': 'application/pdf' });
+    // S3 URLs carry the single-use condition as a signed header; local ones enforce it themselves.
+    expect(signed.headers).toEqual(kind === 's3' ? { 'Content-Type': 'application/pdf', 'If-None-Match': '*' } : { 'Content-Type': 'application/pdf' });
     expect(signed.url).toMatch(/^https?:\/\//);
     expect(signed.expiresAt.getTime()).toBeGreaterThanOrEqual(before + 299_000);
     expect(signed.expiresAt.getTime()).toBeLessThanOrEqual(Date.now() + 300_000);

@@ -1,0 +1,1 @@
+ALTER TABLE "documents" ADD COLUMN "upload_checksum_sha256" text;
