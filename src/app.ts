@@ -24,6 +24,7 @@ import { registerAuthentication } from './platform/auth.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHealth } from './platform/health.js';
 import { registerIdempotency } from './platform/idempotency/idempotency.js';
+import { registerInputGate } from './platform/input-gate.js';
 import { registerMetrics } from './platform/metrics.js';
 import { runWithRequestContext } from './platform/request-context.js';
 import { isLocalStorage } from './platform/storage/local.js';
@@ -69,6 +70,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
   registerErrorHandler(app);
+  // NUL and lone surrogates in the body, query, path or headers of every route: 400.
+  registerInputGate(app);
 
   await app.register(fastifySwagger, {
     openapi: {
