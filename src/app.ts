@@ -21,7 +21,7 @@ import { usersRoutes } from './modules/users/users.routes.js';
 import { membershipsRoutes } from './modules/workspaces/memberships.routes.js';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
 import { registerAuthentication } from './platform/auth.js';
-import { registerErrorHandler } from './platform/error-handler.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandler } from './platform/error-handler.js';
 import { registerHealth } from './platform/health.js';
 import { registerIdempotency } from './platform/idempotency/idempotency.js';
 import { registerInputGate } from './platform/input-gate.js';
@@ -53,6 +53,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
     return503OnClosing: true,
+    // Errors raised before any route runs (router: 414, bad URL; Node's parser: 431, 400) answer
+    // in our {detail, code} shape too, never quoting the input.
+    frameworkErrors,
+    clientErrorHandler,
   });
 
   // Every route as `METHOD /pattern`, for the role-matrix completeness test and diagnostics.

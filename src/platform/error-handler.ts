@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { AppError, type FieldErrors, ServiceUnavailableError } from './errors.js';
@@ -109,3 +111,56 @@ export function registerErrorHandler(app: FastifyInstance): void {
   app.setNotFoundHandler((_request, reply) => sendError(reply, 404, { detail: 'Not found.', code: 'not_found' }));
 }
 
+/**
+ * Fastify's `frameworkErrors` option: errors its router raises before any route or hook runs
+ * (a path segment over `maxParamLength`: 414; malformed percent-encoding: 400). Without it they
+ * answer in Fastify's own shape, quoting the whole path.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const known = frameworkClientError(error) ?? { status: 500, code: 'server_error', detail: 'Internal server error.' };
+  if (known.status >= 500) reply.log.error({ code: error.code }, 'router failure');
+  // This reply is made outside any route context, so the app's onSend hooks do not run for it.
+  reply.header('x-request-id', request.id);
+  void sendError(reply, known.status, { detail: known.detail, code: known.code });
+}
+
+/** Node's parser errors before a request exists, mapped to a status and our body. */
+function clientErrorAnswer(error: NodeJS.ErrnoException): KnownError {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return { status: 431, code: 'request_header_fields_too_large', detail: 'The request headers are too large.' };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { status: 408, code: 'request_timeout', detail: 'The request took too long to arrive.' };
+    default:
+      return { status: 400, code: 'bad_request', detail: 'Malformed HTTP request.' };
+  }
+}
+
+/**
+ * Fastify's `clientErrorHandler` option (the server's 'clientError' event): Node's HTTP parser
+ * refused the bytes (headers over the size limit: 431; malformed request line or header: 400;
+ * a request too slow to arrive: 408), so no route, hook or error handler runs. Answers in our
+ * shape and closes the connection. Only the parser's code is logged: the error carries the raw
+ * bytes it refused, headers (Authorization, cookies) included.
+ */
+export function clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const { status, code, detail } = clientErrorAnswer(error);
+  this.log.debug({ code: error.code }, 'client error before a request');
+  // Never write into a response that has started (keep-alive socket mid-response).
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({ detail, code });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${randomUUID()}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+    () => socket.destroy(),
+  );
+}
