@@ -16,15 +16,16 @@ export function recordMail(db: DbOrTx, message: MailMessage, transport: 'log' | 
 }
 
 /**
- * The embedded default: mail is not delivered anywhere, it is written to the log and kept in
- * the outbox table, where an operator (or a test) can read it.
+ * The embedded default: mail is not delivered anywhere, it is kept in the outbox table, where an
+ * operator (or a test) reads it; the log says it was written (to whom, what subject) but not its
+ * text, which holds reset, activation and invitation secrets.
  */
 export function createOutboxMailer(db: DbOrTx, log: Logger): Mailer {
   return {
     kind: 'log',
     async send(message) {
       await recordMail(db, message, 'log');
-      log.info({ to: message.to, subject: message.subject, text: message.text }, 'mail written to outbox');
+      log.info({ to: message.to, subject: message.subject }, 'mail written to the mail_outbox table (its text is there, not in the log)');
     },
     async close() {},
   };
