@@ -120,7 +120,7 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   const known = frameworkClientError(error) ?? { status: 500, code: 'server_error', detail: 'Internal server error.' };
   if (known.status >= 500) reply.log.error({ code: error.code }, 'router failure');
   // This reply is made outside any route context, so the app's onSend hooks do not run for it.
-  reply.header('x-request-id', request.id);
+  reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
   void sendError(reply, known.status, { detail: known.detail, code: known.code });
 }
 
@@ -159,6 +159,7 @@ export function clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoExc
       'Content-Type: application/json; charset=utf-8\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Request-Id: ${randomUUID()}\r\n` +
+      'X-Content-Type-Options: nosniff\r\n' +
       'Connection: close\r\n\r\n' +
       body,
     () => socket.destroy(),

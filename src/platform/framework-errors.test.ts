@@ -66,6 +66,7 @@ async function fetchShape(path: string, init: RequestInit, expected: { status: n
   const body = await res.text();
   expectOurShape(res.status, body, expected);
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(res.headers.get('x-request-id')).toBeTruthy();
   return res;
 }
 
@@ -77,7 +78,7 @@ describe('router errors (frameworkErrors)', () => {
       status: 414,
       code: 'uri_too_long',
     });
-    expect(res.headers.get('x-request-id')).toBeTruthy();
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     await fetchShape(`/api/workspaces/${MARKER}/`, {}, { status: 414, code: 'uri_too_long' });
   });
 
@@ -99,6 +100,7 @@ describe("Node's HTTP parser (clientErrorHandler)", () => {
       code: 'request_header_fields_too_large',
     });
     expect(res.headers.get('connection')).toBe('close');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
   });
 
   it('a request line or header Node cannot parse is 400 bad_request in our shape', async () => {
