@@ -1,3 +1,4 @@
+import { readFileSync, statSync } from 'node:fs';
 import { desc, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/support/app.js';
@@ -145,12 +146,16 @@ describe('secrets never reach the log', () => {
     expectNoSecrets(TEST_WEBHOOK_SECRET);
   });
 
-  it('a password reset: the mailed token is in the outbox table, not in the log', async () => {
+  it('a password reset: the mailed token is in the outbox table and a private file, not in the log', async () => {
     const user = await newUser(t);
     expect((await t.post('/auth/users/reset_password/', { email: user.email })).statusCode).toBe(204);
     const [mail] = await t.deps.database.db.select().from(mailOutbox).orderBy(desc(mailOutbox.createdAt)).limit(1);
     const token = /token=([\w-]+)/.exec(mail!.text)![1]!;
-    expect(logText()).toContain('mail written to the mail_outbox table');
+    // The operator reads it from DATA_DIR/mail (a private file), named on the log line.
+    const line = logs.lines().findLast((l) => l.msg === 'mail written to the outbox (its text is not logged)')!;
+    expect(line.file).toMatch(new RegExp(`^${t.config.DATA_DIR}/mail/`));
+    expect(readFileSync(line.file as string, 'utf8')).toContain(token);
+    expect(statSync(line.file as string).mode & 0o777).toBe(0o600);
     expectNoSecrets(token, mail!.text.slice(0, 40));
   });
 
