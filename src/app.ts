@@ -52,7 +52,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
-    return503OnClosing: true,
+    // A closing app answers 503 in our shape (error-handler.ts), not in Fastify's.
+    return503OnClosing: false,
     // Errors raised before any route runs (router: 414, bad URL; Node's parser: 431, 400) answer
     // in our {detail, code} shape too, never quoting the input.
     frameworkErrors,

@@ -109,6 +109,21 @@ export function registerErrorHandler(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((_request, reply) => sendError(reply, 404, { detail: 'Not found.', code: 'not_found' }));
+
+  // In place of Fastify's return503OnClosing (its body is in Fastify's shape; app.ts turns it
+  // off): once the app is closing, a request that still arrives (a keep-alive connection, a
+  // pipelined request) gets 503 in ours and the connection is closed.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
+    const unavailable = new ServiceUnavailableError();
+    reply.headers(unavailable.headers!).header('connection', 'close');
+    void sendError(reply, unavailable.status, { detail: unavailable.detail, code: unavailable.code });
+  });
 }
 
 /**

@@ -150,3 +150,33 @@ describe('body and content-type errors', () => {
     expect(res.json()).toEqual({ detail: 'Invalid input in headers.', code: 'validation_error', errors: { 'x-thing': ['Null characters are not allowed.'] } });
   });
 });
+
+describe('a closing app', () => {
+  it('answers a request that still arrives with 503 service_unavailable in our shape', async () => {
+    const closingApp = await createTestApp();
+    await closingApp.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port: closingPort } = closingApp.app.server.address() as AddressInfo;
+    const socket = connect(closingPort, '127.0.0.1');
+    const received: Buffer[] = [];
+    socket.on('data', (chunk) => received.push(chunk));
+    const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    // A first request whose body is still arriving keeps the connection busy while the app closes.
+    const body = JSON.stringify({ email: 'a@example.com', password: 'not-the-password' });
+    socket.write(`POST /auth/token/login/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const closed = closingApp.app.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The rest of the body, and a second request pipelined behind it.
+    socket.write(`${body.slice(5)}GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`);
+    await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 3000))]);
+    socket.destroy();
+    await closed;
+    await closingApp.deps.close();
+    const text = Buffer.concat(received).toString('utf8');
+    const second = text.slice(text.indexOf('HTTP/1.1', 1));
+    expect(second).toMatch(/^HTTP\/1.1 503/);
+    expect(second).toMatch(/retry-after: 5/i);
+    const [, json = ''] = second.split('\r\n\r\n');
+    expect(JSON.parse(json)).toEqual({ detail: 'Service temporarily unavailable, please retry.', code: 'service_unavailable' });
+  });
+});
