@@ -15,5 +15,25 @@ export default tseslint.config(
     },
   },
   { files: ['bench/**', '.ci/**', 'test/support/**'], rules: { 'no-console': 'off' } },
+  // The input gate for multipart bodies: every part is read through formParts() in
+  // src/platform/multipart.ts, which checks its strings and turns parser failures into 4xx.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/platform/multipart.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: [{ name: '@fastify/multipart', message: 'Use registerMultipart() and formParts() from src/platform/multipart.ts.' }] },
+      ],
+      'no-restricted-properties': [
+        'error',
+        ...['parts', 'file', 'files', 'saveRequestFiles'].map((property) => ({
+          object: 'request',
+          property,
+          message: 'Read multipart bodies with formParts() from src/platform/multipart.ts (the input gate).',
+        })),
+      ],
+    },
+  },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
 );

@@ -25,9 +25,10 @@ import { membershipsRoutes } from './modules/workspaces/memberships.routes.js';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
 import { registerAuthentication } from './platform/auth.js';
 import { registerCors } from './platform/cors.js';
-import { registerErrorHandler } from './platform/error-handler.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandler } from './platform/error-handler.js';
 import { registerHealth } from './platform/health.js';
 import { registerIdempotency } from './platform/idempotency/idempotency.js';
+import { registerInputGate } from './platform/input-gate.js';
 import { registerMetrics } from './platform/metrics.js';
 import { runWithRequestContext } from './platform/request-context.js';
 import { isLocalStorage } from './platform/storage/local.js';
@@ -56,7 +57,12 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
-    return503OnClosing: true,
+    // A closing app answers 503 in our shape (error-handler.ts), not in Fastify's.
+    return503OnClosing: false,
+    // Errors raised before any route runs (router: 414, bad URL; Node's parser: 431, 400) answer
+    // in our {detail, code} shape too, never quoting the input.
+    frameworkErrors,
+    clientErrorHandler,
   });
 
   // Every route as `METHOD /pattern`, for the role-matrix completeness test and diagnostics.
@@ -78,6 +84,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerErrorHandler(app);
   // Before every route, so preflights are answered before authentication and errors carry the headers too.
   await registerCors(app, config.CORS_ALLOWED_ORIGINS);
+  // NUL and lone surrogates in the body, query, path or headers of every route: 400.
+  registerInputGate(app);
 
   await app.register(fastifySwagger, {
     openapi: {

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config/env.js';
 import { type Database, openDatabase } from './db/client.js';
@@ -159,7 +160,7 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
     overrides.mailer ??
     (config.SMTP_URL
       ? createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM, db: database.db, log: mailLog })
-      : createOutboxMailer(database.db, mailLog));
+      : createOutboxMailer(database.db, mailLog, { directory: path.join(config.DATA_DIR, 'mail') }));
   return { queue, pubsub, limiter, storage, mailer };
 }
 

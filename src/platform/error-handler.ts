@@ -1,7 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { AppError, type FieldErrors, ServiceUnavailableError } from './errors.js';
 import { describeDependencyFault } from './faults.js';
+import { multipartClientError } from './multipart.js';
 
 /** Body of every error response. */
 export interface ErrorBody {
@@ -10,8 +14,13 @@ export interface ErrorBody {
   errors?: FieldErrors;
 }
 
-// Fastify's own errors that are the client's fault, mapped to our codes.
-const FASTIFY_CLIENT_ERRORS: Record<string, { status: number; code: string; detail: string }> = {
+type KnownError = { status: number; code: string; detail: string };
+
+/*
+ * Fastify's own errors that are the client's fault, mapped to our codes. Their messages are never
+ * sent: several echo the input (FST_ERR_MAX_PARAM_LENGTH and FST_ERR_BAD_URL quote the path).
+ */
+const FASTIFY_CLIENT_ERRORS: Record<string, KnownError> = {
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'parse_error', detail: 'Malformed JSON in request body.' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'parse_error', detail: 'Request body is empty.' },
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large', detail: 'Request body is too large.' },
@@ -21,15 +30,28 @@ const FASTIFY_CLIENT_ERRORS: Record<string, { status: number; code: string; deta
     detail: 'Unsupported media type in request.',
   },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'parse_error', detail: 'Invalid Content-Length.' },
-  FST_REQ_FILE_TOO_LARGE: { status: 413, code: 'payload_too_large', detail: 'Uploaded file is too large.' },
-  FST_FILES_LIMIT: { status: 400, code: 'too_many_files', detail: 'Too many files in the request.' },
-  FST_PARTS_LIMIT: { status: 400, code: 'too_many_parts', detail: 'Too many parts in the multipart request.' },
-  FST_INVALID_MULTIPART_CONTENT_TYPE: {
-    status: 415,
-    code: 'unsupported_media_type',
-    detail: 'The request is not multipart.',
-  },
+  FST_ERR_BAD_URL: { status: 400, code: 'bad_url', detail: 'The URL is not valid (malformed percent-encoding).' },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 414, code: 'uri_too_long', detail: 'A path segment of the URL is too long.' },
+  FST_ERR_NOT_FOUND: { status: 404, code: 'not_found', detail: 'Not found.' },
+  FST_ERR_VALIDATION: { status: 400, code: 'validation_error', detail: 'Invalid input.' },
 };
+
+/** `{detail, code}` from a status alone ("Payload Too Large." / `payload_too_large`): true, and never the input. */
+export function statusError(status: number): KnownError {
+  const name = STATUS_CODES[status] ?? 'Bad Request';
+  return { status, code: name.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, ''), detail: `${name}.` };
+}
+
+/** The answer to a client error Fastify or a plugin raised (never its message). */
+function frameworkClientError(error: FastifyError): KnownError | undefined {
+  const known = error.code ? FASTIFY_CLIENT_ERRORS[error.code] : undefined;
+  if (known) return known;
+  if (error instanceof SyntaxError || error.statusCode === 400) {
+    return { status: 400, code: 'parse_error', detail: 'Malformed request.' };
+  }
+  if (error.statusCode && error.statusCode > 400 && error.statusCode < 500) return statusError(error.statusCode);
+  return undefined;
+}
 
 /** Turns a zod-provider validation failure into `{field: [messages]}` (dotted paths; body fields unprefixed). */
 function fieldErrors(error: FastifyError): FieldErrors {
@@ -67,14 +89,12 @@ export function registerErrorHandler(app: FastifyInstance): void {
       request.log.error({ err: error, issues: error.cause.issues }, 'response does not match its schema');
       return sendError(reply, 500, { detail: 'Internal server error.', code: 'server_error' });
     }
-    const known = error.code ? FASTIFY_CLIENT_ERRORS[error.code] : undefined;
+    // Multipart parser failures, wherever they surface (the part iterator, a file stream read by
+    // a storage upload): malformed bodies and limits are the client's, with a truthful detail.
+    const multipart = multipartClientError(error);
+    if (multipart) return sendError(reply, multipart.status, { detail: multipart.detail, code: multipart.code });
+    const known = frameworkClientError(error);
     if (known) return sendError(reply, known.status, { detail: known.detail, code: known.code });
-    if (error instanceof SyntaxError || error.statusCode === 400) {
-      return sendError(reply, 400, { detail: 'Malformed request.', code: 'parse_error' });
-    }
-    if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-      return sendError(reply, error.statusCode, { detail: 'Bad request.', code: 'bad_request' });
-    }
     // PostgreSQL or Redis cannot be reached: the client should retry, nothing is broken. Only the
     // driver's code and message are logged; Drizzle's wrapper holds the SQL and its parameters.
     const fault = describeDependencyFault(error);
@@ -89,4 +109,74 @@ export function registerErrorHandler(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((_request, reply) => sendError(reply, 404, { detail: 'Not found.', code: 'not_found' }));
+
+  // In place of Fastify's return503OnClosing (its body is in Fastify's shape; app.ts turns it
+  // off): once the app is closing, a request that still arrives (a keep-alive connection, a
+  // pipelined request) gets 503 in ours and the connection is closed.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
+    const unavailable = new ServiceUnavailableError();
+    reply.headers(unavailable.headers!).header('connection', 'close');
+    void sendError(reply, unavailable.status, { detail: unavailable.detail, code: unavailable.code });
+  });
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors its router raises before any route or hook runs
+ * (a path segment over `maxParamLength`: 414; malformed percent-encoding: 400). Without it they
+ * answer in Fastify's own shape, quoting the whole path.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const known = frameworkClientError(error) ?? { status: 500, code: 'server_error', detail: 'Internal server error.' };
+  if (known.status >= 500) reply.log.error({ code: error.code }, 'router failure');
+  // This reply is made outside any route context, so the app's onSend hooks do not run for it.
+  reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
+  void sendError(reply, known.status, { detail: known.detail, code: known.code });
+}
+
+/** Node's parser errors before a request exists, mapped to a status and our body. */
+function clientErrorAnswer(error: NodeJS.ErrnoException): KnownError {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return { status: 431, code: 'request_header_fields_too_large', detail: 'The request headers are too large.' };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { status: 408, code: 'request_timeout', detail: 'The request took too long to arrive.' };
+    default:
+      return { status: 400, code: 'bad_request', detail: 'Malformed HTTP request.' };
+  }
+}
+
+/**
+ * Fastify's `clientErrorHandler` option (the server's 'clientError' event): Node's HTTP parser
+ * refused the bytes (headers over the size limit: 431; malformed request line or header: 400;
+ * a request too slow to arrive: 408), so no route, hook or error handler runs. Answers in our
+ * shape and closes the connection. Only the parser's code is logged: the error carries the raw
+ * bytes it refused, headers (Authorization, cookies) included.
+ */
+export function clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const { status, code, detail } = clientErrorAnswer(error);
+  this.log.debug({ code: error.code }, 'client error before a request');
+  // Never write into a response that has started (keep-alive socket mid-response).
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({ detail, code });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${randomUUID()}\r\n` +
+      'X-Content-Type-Options: nosniff\r\n' +
+      'Connection: close\r\n\r\n' +
+      body,
+    () => socket.destroy(),
+  );
 }

@@ -135,7 +135,7 @@ describe('a key as a Bearer token', () => {
     expect(me.json()).toMatchObject({ id: alice.id, email: alice.email, workspaces: [{ id: ws.id }] });
     const viaToken = await t.request('GET', '/auth/users/me/', { headers: { authorization: `Token ${key}` } });
     expect(viaToken.statusCode).toBe(200);
-    expect(viaToken.json()).toEqual({ id: alice.id, email: alice.email, name: alice.name });
+    expect(viaToken.json()).toEqual({ id: alice.id, email: alice.email, name: alice.name, email_verified: true });
 
     const [row] = await db().select().from(apiKeys).where(eq(apiKeys.id, id));
     expect(row!.lastUsedAt).toBeInstanceOf(Date);

@@ -1,5 +1,6 @@
 import type { Db, DbOrTx } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
+import { assertCleanText } from '../../platform/input-gate.js';
 import { findCustomerByProviderId } from './billing.repo.js';
 import { billingErrors } from './billing.errors.js';
 import { accessGrantingStatuses, endedStatuses } from './billing.table.js';
@@ -64,7 +65,7 @@ function issuesOf(error: { issues: { path: PropertyKey[]; message: string }[] })
  *   delivered in order, that later event would have been ignored as a late one.
  */
 export function createWebhookService({ db, secret, log }: { db: Db; secret: string | undefined; log: WebhookLog }) {
-  /** Signature, JSON and structure, in that order; nothing is recorded for a refused request. */
+  /** Signature, JSON, text and structure, in that order; nothing is recorded for a refused request. */
   function parse(rawBody: Buffer, signature: string | undefined, requestLog: WebhookLog): ParsedEvent {
     if (!secret) {
       requestLog.error({}, 'PAYMENT_WEBHOOK_SECRET is not set; refusing payment webhook');
@@ -77,6 +78,9 @@ export function createWebhookService({ db, secret, log }: { db: Db; secret: stri
     } catch {
       throw billingErrors.invalidPayload({ non_field_errors: ['Body is not valid JSON.'] });
     }
+    // The input gate, after the signature (an unsigned body learns nothing): a NUL or a lone
+    // surrogate can never be stored, so this is a 400 the provider does not retry, not a 500.
+    assertCleanText(json, 'body');
     const envelope = eventEnvelope.safeParse(json);
     if (!envelope.success) throw billingErrors.invalidPayload(issuesOf(envelope.error));
     const { type } = envelope.data;

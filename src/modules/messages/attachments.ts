@@ -79,6 +79,9 @@ export async function receiveParts(
       // still sees the error (a pipeline over an errored stream rejects with it); the rest of the
       // file is drained so the multipart parser is not left stalled.
       guard.on('error', () => part.stream.resume());
+      // `pipe` does not forward errors: a body cut short inside the file (the parser destroys the
+      // file stream with its error) would leave the guard, and the upload, waiting for ever.
+      part.stream.once('error', (error) => guard.destroy(error));
       // Tracked before the upload so a failure part-way still removes what was written.
       attachments.push({ id, name, content_type: contentType, size: 0, storage_key: key });
       await options.storage.put(key, part.stream.pipe(guard), { contentType });

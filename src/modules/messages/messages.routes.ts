@@ -1,14 +1,13 @@
-import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { currentUser } from '../../platform/auth.js';
 import { SERVICE_UNAVAILABLE_DETAIL, ValidationError } from '../../platform/errors.js';
 import { faultLogFields } from '../../platform/faults.js';
+import { formParts, registerMultipart } from '../../platform/multipart.js';
 import { pageQuery, paginated, toPage } from '../../platform/pagination.js';
 import { openEventStream } from '../../platform/sse.js';
 import { ModelCallError } from '../agents/registry.js';
-import type { IncomingPart } from './attachments.js';
 import {
   agentTaskOut,
   asyncSendOut,
@@ -38,17 +37,6 @@ export interface MessagesRoutesOptions {
   heartbeatMs: number;
 }
 
-/** Multipart parts as plain values, so the service sees no HTTP types. */
-async function* multipartParts(request: FastifyRequest): AsyncIterable<IncomingPart> {
-  for await (const part of request.parts()) {
-    if (part.type === 'file') {
-      yield { type: 'file', field: part.fieldname, filename: part.filename, mimetype: part.mimetype, stream: part.file };
-    } else {
-      yield { type: 'field', name: part.fieldname, value: String(part.value) };
-    }
-  }
-}
-
 function requireBody<T>(body: T | null | undefined): T {
   if (body === undefined || body === null) throw new ValidationError('Request body is required.', { content: ['This field is required.'] });
   return body;
@@ -62,9 +50,8 @@ function wantsEventStream(request: FastifyRequest): boolean {
 
 export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = async (app, options) => {
   const { messages } = options;
-  await app.register(multipart, {
-    limits: { files: MAX_FILES_PER_MESSAGE, fileSize: options.maxFileBytes, fields: 10, fieldSize: MAX_MESSAGE_CHARS * 4 },
-  });
+  // Parts pass the input gate as they arrive (platform/multipart.ts).
+  await registerMultipart(app, { files: MAX_FILES_PER_MESSAGE, fileSize: options.maxFileBytes, fields: 10, fieldSize: MAX_MESSAGE_CHARS * 4 });
 
   /** The reply of a turn for the JSON endpoints; a model failure is a generic 502 (logged by the service). */
   async function generateJson(turn: Turn) {
@@ -114,7 +101,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
 
   app.post(`${base}/stream/`, { schema: { ...sendSchema, response: { 201: messageOut } } }, async (request, reply) => {
     const { ws, session } = request.params;
-    const input = request.isMultipart() ? multipartParts(request) : requireBody(request.body);
+    const input = request.isMultipart() ? formParts(request) : requireBody(request.body);
     const turn = await messages.startSend(currentUser(request).id, ws, session, input);
     return streamTurn(request, reply, turn);
   });
@@ -156,7 +143,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     { schema: { ...sendSchema, response: { 201: messageOut, 202: asyncSendOut } }, config: { idempotent: true } },
     async (request, reply) => {
       const { ws, session } = request.params;
-      const input = request.isMultipart() ? multipartParts(request) : requireBody(request.body);
+      const input = request.isMultipart() ? formParts(request) : requireBody(request.body);
       const turn = await messages.startSend(currentUser(request).id, ws, session, input);
       if (options.agentAsync) {
         const task = await messages.createAgentTask(turn);

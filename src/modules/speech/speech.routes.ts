@@ -1,32 +1,13 @@
-import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { currentUser } from '../../platform/auth.js';
+import { formParts, registerMultipart } from '../../platform/multipart.js';
 import { MAX_AUDIO_BYTES, MULTIPART_OVERHEAD_BYTES } from './audio.js';
 import { speechErrors } from './speech.errors.js';
 import { transcriptionOut, translateBody, translatePathParams, translationOut } from './speech.schemas.js';
-import type { SpeechPart, SpeechService } from './speech.service.js';
+import type { SpeechService } from './speech.service.js';
 
 const tags = ['speech'];
-
-/** Multipart parts as plain values, so the service sees no HTTP types. */
-async function* speechParts(request: FastifyRequest): AsyncIterable<SpeechPart> {
-  for await (const part of request.parts()) {
-    if (part.type === 'file') {
-      const file = part.file;
-      yield {
-        type: 'file',
-        field: part.fieldname,
-        filename: part.filename,
-        mimetype: part.mimetype,
-        stream: file,
-        truncated: () => file.truncated,
-      };
-    } else {
-      yield { type: 'field', name: part.fieldname, value: String(part.value) };
-    }
-  }
-}
 
 /**
  * After a refusal part-way through the body, the rest is read and dropped (never buffered) so
@@ -41,9 +22,8 @@ function discardUnread(request: FastifyRequest): void {
 
 export const speechRoutes: FastifyPluginAsyncZod<{ speech: SpeechService }> = async (app, { speech }) => {
   // fileSize is exactly the limit: the parser cuts a larger file and marks it truncated (413).
-  await app.register(multipart, {
-    limits: { files: 1, fileSize: MAX_AUDIO_BYTES, fields: 10, fieldSize: 1024, parts: 12 },
-  });
+  // Parts pass the input gate as they arrive (platform/multipart.ts).
+  await registerMultipart(app, { files: 1, fileSize: MAX_AUDIO_BYTES, fields: 10, fieldSize: 1024, parts: 12 });
 
   app.post(
     '/api/transcribe-audio/',
@@ -65,7 +45,7 @@ export const speechRoutes: FastifyPluginAsyncZod<{ speech: SpeechService }> = as
       if (!request.isMultipart()) throw speechErrors.notMultipart();
       try {
         return await speech.transcribe(currentUser(request).id, {
-          parts: speechParts(request),
+          parts: formParts(request),
           ...(Number.isFinite(declared) && declared > 0 ? { declaredBytes: declared } : {}),
         });
       } catch (error) {
