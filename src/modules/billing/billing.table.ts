@@ -16,12 +16,13 @@ import {
 } from 'drizzle-orm/pg-core';
 import { users } from '../users/users.table.js';
 import { workspaces } from '../workspaces/workspaces.table.js';
+import { uuidPrimaryKey } from '../../db/columns.js';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true });
 
 /** Customer account record: a payment-provider customer id mapped to the local user who pays. */
 export const billingCustomers = pgTable('billing_customers', {
-  id: uuid('id').primaryKey().defaultRandom(),
+  id: uuidPrimaryKey(),
   providerCustomerId: text('provider_customer_id').notNull().unique(),
   userId: integer('user_id')
     .notNull()
@@ -50,7 +51,7 @@ export const endedStatuses = ['canceled', 'incomplete_expired'] as const;
 export const subscriptions = pgTable(
   'subscriptions',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     providerSubscriptionId: text('provider_subscription_id').notNull().unique(),
     providerCustomerId: text('provider_customer_id').notNull(),
     workspaceId: uuid('workspace_id').references(() => workspaces.id, { onDelete: 'set null' }),
@@ -82,7 +83,7 @@ export const subscriptions = pgTable(
 export const subscriptionItems = pgTable(
   'subscription_items',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     subscriptionId: uuid('subscription_id')
       .notNull()
       .references(() => subscriptions.id, { onDelete: 'cascade' }),
@@ -95,7 +96,7 @@ export const subscriptionItems = pgTable(
 );
 
 export const products = pgTable('products', {
-  id: uuid('id').primaryKey().defaultRandom(),
+  id: uuidPrimaryKey(),
   providerProductId: text('provider_product_id').notNull().unique(),
   name: text('name').notNull().default(''),
   active: boolean('active').notNull().default(true),
@@ -110,7 +111,7 @@ export const products = pgTable('products', {
 export const prices = pgTable(
   'prices',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     providerPriceId: text('provider_price_id').notNull().unique(),
     providerProductId: text('provider_product_id').notNull(),
     active: boolean('active').notNull().default(true),
@@ -128,7 +129,7 @@ export const prices = pgTable(
 );
 
 export const features = pgTable('features', {
-  id: uuid('id').primaryKey().defaultRandom(),
+  id: uuidPrimaryKey(),
   key: text('key').notNull().unique(),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
@@ -171,7 +172,7 @@ export type UsageKind = (typeof usageKinds)[number];
 export const creditReservations = pgTable(
   'credit_reservations',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     workspaceId: uuid('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
@@ -187,7 +188,7 @@ export const creditReservations = pgTable(
 export const creditUsage = pgTable(
   'credit_usage',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     workspaceId: uuid('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),

@@ -15,13 +15,14 @@ import {
 } from 'drizzle-orm/pg-core';
 import { users } from '../users/users.table.js';
 import { workspaces } from '../workspaces/workspaces.table.js';
+import { uuidPrimaryKey } from '../../db/columns.js';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true });
 
 export const chatSessions = pgTable(
   'chat_sessions',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     workspaceId: uuid('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
@@ -50,7 +51,7 @@ export const chatSessions = pgTable(
 export const chatShares = pgTable(
   'chat_shares',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     sessionId: uuid('session_id')
       .notNull()
       .references(() => chatSessions.id, { onDelete: 'cascade' }),
@@ -92,7 +93,7 @@ export interface MessageUsage {
 export const messages = pgTable(
   'messages',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     sessionId: uuid('session_id')
       .notNull()
       .references(() => chatSessions.id, { onDelete: 'cascade' }),
@@ -124,7 +125,7 @@ export const agentTaskStatuses = ['PENDING', 'STARTED', 'SUCCESS', 'FAILURE'] as
 export const agentTasks = pgTable(
   'agent_tasks',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     sessionId: uuid('session_id')
       .notNull()
       .references(() => chatSessions.id, { onDelete: 'cascade' }),

@@ -3,6 +3,7 @@ import type { DbOrTx } from '../../db/client.js';
 import { knowledgeBaseDocuments, knowledgeBases } from '../knowledge-bases/knowledge-bases.table.js';
 import { readableKb } from '../knowledge-bases/knowledge-bases.repo.js';
 import { documentChunks, documents, ingestionTasks, type TaskStatus } from './documents.table.js';
+import { newId } from '../../db/columns.js';
 
 export type DocumentRow = typeof documents.$inferSelect;
 export type TaskRow = typeof ingestionTasks.$inferSelect;
@@ -102,7 +103,7 @@ export async function deleteDocument(db: DbOrTx, documentId: string): Promise<vo
 // --- tasks ---------------------------------------------------------------------------------------
 
 export async function insertTask(db: DbOrTx, documentId: string): Promise<TaskRow> {
-  const id = crypto.randomUUID();
+  const id = newId();
   const [row] = await db.insert(ingestionTasks).values({ id, documentId, taskId: id }).returning();
   return row!;
 }

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
 import type { Db } from '../../db/client.js';
@@ -21,6 +21,7 @@ import { toDocumentOut, toTaskOut } from './documents.mapper.js';
 import * as repo from './documents.repo.js';
 import type { DocumentOut, TaskOut } from './documents.schemas.js';
 import type { SourceKind } from './documents.table.js';
+import { newId } from '../../db/columns.js';
 
 /** What the documents module needs to know about a user-given URL before queuing an import. */
 export interface UrlPolicy {
@@ -174,7 +175,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       const { plan } = await resolveBillingState(db, plans, access.workspace);
       if (input.size > plan.max_file_size_bytes) throw documentErrors.fileTooLarge(plan.max_file_size_bytes);
       const kbIds = await writableKbIds(access, input.knowledge_base_ids);
-      const id = randomUUID();
+      const id = newId();
       const document = await insertWithinLimits(
         access,
         {
@@ -302,7 +303,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       const kind = urls.classify(url);
       const kbIds = await writableKbIds(access, input.knowledge_base_ids);
       await credit.assertAvailable(access.workspace);
-      const id = randomUUID();
+      const id = newId();
       const document = await insertWithinLimits(
         access,
         {

@@ -14,6 +14,7 @@ import {
 } from 'drizzle-orm/pg-core';
 import { users } from '../users/users.table.js';
 import { workspaces } from '../workspaces/workspaces.table.js';
+import { uuidPrimaryKey } from '../../db/columns.js';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true });
 
@@ -30,7 +31,7 @@ export const EMBEDDING_DIMENSIONS = 1536;
 export const documents = pgTable(
   'documents',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     workspaceId: uuid('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
@@ -60,7 +61,7 @@ export const documents = pgTable(
 export const ingestionTasks = pgTable(
   'ingestion_tasks',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     documentId: uuid('document_id')
       .notNull()
       .references(() => documents.id, { onDelete: 'cascade' }),
@@ -82,7 +83,7 @@ const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 export const documentChunks = pgTable(
   'document_chunks',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     documentId: uuid('document_id')
       .notNull()
       .references(() => documents.id, { onDelete: 'cascade' }),

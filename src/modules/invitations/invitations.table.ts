@@ -3,13 +3,14 @@ import { check, index, integer, pgTable, text, timestamp, uniqueIndex, uuid } fr
 import { teams } from '../teams/teams.table.js';
 import { users } from '../users/users.table.js';
 import { workspaces } from '../workspaces/workspaces.table.js';
+import { uuidPrimaryKey } from '../../db/columns.js';
 
 export const invitationStatuses = ['pending', 'accepted', 'declined', 'revoked', 'expired'] as const;
 
 export const invitations = pgTable(
   'invitations',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     workspaceId: uuid('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),

@@ -5,13 +5,14 @@ import { documents } from '../documents/documents.table.js';
 import { teams } from '../teams/teams.table.js';
 import { users } from '../users/users.table.js';
 import { workspaces } from '../workspaces/workspaces.table.js';
+import { uuidPrimaryKey } from '../../db/columns.js';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true });
 
 export const knowledgeBases = pgTable(
   'knowledge_bases',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     workspaceId: uuid('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
@@ -44,7 +45,7 @@ export const knowledgeBaseDocuments = pgTable(
 export const knowledgeBaseTeamAccess = pgTable(
   'knowledge_base_team_access',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     knowledgeBaseId: uuid('knowledge_base_id')
       .notNull()
       .references(() => knowledgeBases.id, { onDelete: 'cascade' }),

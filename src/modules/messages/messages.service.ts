@@ -39,6 +39,7 @@ import { canDeleteMessage, canEditMessage, canRateMessage, canRegenerate } from 
 import * as repo from './messages.repo.js';
 import { type AgentTaskOut, type MessageOut, sendBody, type SendInput } from './messages.schemas.js';
 import type { StreamControl } from './stream-control.js';
+import { newId } from '../../db/columns.js';
 
 export function toMessageOut(row: repo.MessageRow): MessageOut {
   return {
@@ -209,7 +210,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         const outputTokens = outcome.usage?.outputTokens ?? estimateTokens(outcome.text);
         const usage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
         const reply = await repo.insertMessageOnce(db, {
-          id: turn.replyId ?? randomUUID(),
+          id: turn.replyId ?? newId(),
           sessionId: chat.id,
           role: 'assistant',
           content: outcome.text,

@@ -1,11 +1,12 @@
 import { sql } from 'drizzle-orm';
 import { check, index, integer, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 import { users } from '../users/users.table.js';
+import { uuidPrimaryKey } from '../../db/columns.js';
 
 export const workspaces = pgTable(
   'workspaces',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     name: text('name').notNull(),
     slug: text('slug').notNull().unique(),
     ownerId: integer('owner_id')
@@ -26,7 +27,7 @@ export const workspaces = pgTable(
 export const workspaceMemberships = pgTable(
   'workspace_memberships',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     workspaceId: uuid('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),

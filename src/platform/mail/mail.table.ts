@@ -1,10 +1,11 @@
-import { index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { index, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { uuidPrimaryKey } from '../../db/columns.js';
 
 /** Every mail the service sends, whichever transport delivered it (log or SMTP). */
 export const mailOutbox = pgTable(
   'mail_outbox',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuidPrimaryKey(),
     to: text('to').notNull(),
     subject: text('subject').notNull(),
     text: text('text').notNull(),
