@@ -167,6 +167,18 @@ const envSchema = z.object({
   JOB_WAIT_ALERT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
   /** Finished jobs are kept this many days (for operators), then deleted. */
   JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(365).default(7),
+  /** Bearer token `/metrics` on the API port requires; unset (and no METRICS_PORT): `/metrics` is not served on the API port. */
+  METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  /** Port of a separate `/metrics` listener (on METRICS_HOST), instead of the API port. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Address the separate metrics listener binds to (default loopback only). */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** OTLP/HTTP endpoint for traces (e.g. http://otel-collector:4318); unset: tracing is off and costs nothing. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+  /** service.name of the traces. */
+  OTEL_SERVICE_NAME: z.string().min(1).default('workspace-ai-service'),
+  /** Raw webhook payloads are kept this many days for replay (admin CLI), then cleared. */
+  WEBHOOK_PAYLOAD_RETENTION_DAYS: z.coerce.number().int().min(0).max(3650).default(30),
   /** Port of the worker's own `/metrics` and `/healthz` (npm run worker); unset: none. */
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** How long an `Idempotency-Key` and its response are kept. */

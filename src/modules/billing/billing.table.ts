@@ -159,9 +159,26 @@ export const webhookEvents = pgTable(
     outcome: text('outcome', { enum: ['applied', 'stale', 'ignored', 'skipped', 'unhandled', 'failed'] }).notNull(),
     error: text('error'),
     attempts: integer('attempts').notNull().default(1),
+    /** The raw signed body as received, for replay by operators; cleared after the retention period. */
+    payload: text('payload'),
   },
-  (t) => [index('webhook_events_type_idx').on(t.type)],
+  (t) => [index('webhook_events_type_idx').on(t.type), index('webhook_events_received_idx').on(t.receivedAt)],
 );
+
+/**
+ * A plan granted by an operator without the payment provider (admin CLI): it wins over the
+ * subscription's plan until `ends_at` (null: until removed).
+ */
+export const planOverrides = pgTable('plan_overrides', {
+  workspaceId: uuid('workspace_id')
+    .primaryKey()
+    .references(() => workspaces.id, { onDelete: 'cascade' }),
+  plan: text('plan').notNull(),
+  endsAt: ts('ends_at'),
+  reason: text('reason').notNull().default(''),
+  createdBy: text('created_by').notNull().default(''),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
 
 // --- credit ----------------------------------------------------------------------------------
 

@@ -39,6 +39,8 @@ export const backgroundJobs = pgTable(
     workerId: text('worker_id'),
     /** The request that recorded the job, for the logs of its outcome. */
     requestId: text('request_id'),
+    /** W3C `traceparent` of the span that recorded the job (when tracing is on), so its run joins the trace. */
+    traceParent: text('trace_parent'),
     /** The last failure, for operators (users see the domain's own message). */
     lastError: text('last_error'),
     /** Times the reconciler had to deliver this job again. */
