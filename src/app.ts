@@ -30,6 +30,7 @@ import { registerHealth } from './platform/health.js';
 import { registerIdempotency } from './platform/idempotency/idempotency.js';
 import { registerInputGate } from './platform/input-gate.js';
 import { registerMetrics } from './platform/metrics.js';
+import { registerRequestTracing } from './platform/tracing.js';
 import { runWithRequestContext } from './platform/request-context.js';
 import { isLocalStorage } from './platform/storage/local.js';
 import { localStorageRoutes } from './platform/storage/local.routes.js';
@@ -76,6 +77,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   // Everything done for a request (jobs it records, say) can find its id.
   app.addHook('onRequest', (request, _reply, done) => runWithRequestContext({ requestId: request.id }, done));
+  // A SERVER span per request when tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT); nothing otherwise.
+  registerRequestTracing(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
     // No response is ever to be sniffed into another type (errors and 404s included).
@@ -111,7 +114,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(fastifySwaggerUi, { routePrefix: '/api/docs' });
   app.get('/api/schema/', { schema: { hide: true } }, async () => app.swagger());
 
-  registerMetrics(app, deps.metrics);
+  // `/metrics` here only behind METRICS_TOKEN; otherwise on METRICS_PORT (server.ts) or nowhere.
+  registerMetrics(app, deps.metrics, { token: config.METRICS_TOKEN });
   registerHealth(app, {
     database: () => deps.database.ping(),
     ...(config.REDIS_URL ? { redis: async () => void (await Promise.all([deps.queue.ping(), deps.pubsub.ping()])) } : {}),
@@ -155,6 +159,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       agentAsync: config.AGENT_ASYNC_ENABLED,
       maxFileBytes: Math.max(...Object.values(deps.plans).map((plan) => plan.max_file_size_bytes)),
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
+      metrics: deps.metrics.recorder,
     });
     await api.register(teamsRoutes, { teams: services.teams });
     await api.register(teamMembershipsRoutes, { teamMemberships: services.teamMemberships });

@@ -15,12 +15,13 @@ import type { JobsFor } from './platform/queue/jobs.js';
 import { createMemoryQueue } from './platform/queue/memory.js';
 import type { JobQueue } from './platform/queue/port.js';
 import { createMemoryRateLimiter, createRedisRateLimiter } from './platform/ratelimit/limiter.js';
+import { reportingRefusals } from './platform/ratelimit/rates.js';
 import type { RateLimiter } from './platform/ratelimit/port.js';
 import { createLocalStorage } from './platform/storage/local.js';
 import type { ObjectStorage } from './platform/storage/port.js';
 import { createS3Storage } from './platform/storage/s3.js';
 import { deleteExpiredIdempotencyKeys } from './platform/idempotency/idempotency.js';
-import { createMetrics, type Metrics } from './platform/metrics.js';
+import { createMetrics, type Metrics, type ServiceMetrics } from './platform/metrics.js';
 import { createApiKeysService } from './modules/auth/api-keys.service.js';
 import { createAuthService } from './modules/auth/auth.service.js';
 import { createCreditService } from './modules/billing/credit.service.js';
@@ -31,7 +32,7 @@ import { ingestDocumentJob } from './modules/ingestion/ingestion.jobs.js';
 import { createIngestionService } from './modules/ingestion/ingestion.service.js';
 import { createKnowledgeBasesService } from './modules/knowledge-bases/knowledge-bases.service.js';
 import { createKnowledgeSearch } from './modules/knowledge-bases/knowledge-search.js';
-import { assertPublicUrl, classifyUrl, createSafeFetcher, type SafeFetcher } from './platform/fetch/fetcher.js';
+import { assertPublicUrl, classifyUrl, createSafeFetcher, type SafeFetcher, UrlNotAllowedError } from './platform/fetch/fetcher.js';
 import { agentReplyJob } from './modules/messages/messages.jobs.js';
 import { createMessagesService } from './modules/messages/messages.service.js';
 import { createStreamControl } from './modules/messages/stream-control.js';
@@ -171,18 +172,23 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
 type ServiceJobs = JobsFor<{ 'documents.ingest': { taskId: string }; 'chat.agent-reply': { taskId: string } }>;
 
 function createServices(
-  base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'storage'> & { jobs: ServiceJobs },
+  base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'storage'> & {
+    jobs: ServiceJobs;
+    metrics: ServiceMetrics;
+  },
   overrides: DepsOverrides = {},
 ) {
-  const { config, log, database, mailer, catalog, plans, pubsub, limiter, storage, jobs } = base;
+  const { config, log, database, mailer, catalog, plans, pubsub, storage, jobs, metrics } = base;
   const db = database.db;
+  // Every 429 of every throttle is counted by its scope, whichever service refused it.
+  const limiter = reportingRefusals(base.limiter, metrics.throttled);
   const modelRegistry = createModelRegistry(config, catalog);
   const streams = createStreamControl({ pubsub, log: log.child({ module: 'streams' }) });
-  const credit = createCreditService({ db, plans, catalog, log: log.child({ module: 'credit' }) });
+  const credit = createCreditService({ db, plans, catalog, log: log.child({ module: 'credit' }), metrics });
   const knowledge =
     overrides.knowledge ?? createKnowledgeSearch({ db, config, credit, modelRegistry, log: log.child({ module: 'knowledge' }) });
   const allowedPrivateHosts = config.URL_FETCH_ALLOWED_PRIVATE_HOSTS;
-  const fetcher = overrides.fetcher ?? createSafeFetcher({ allowedPrivateHosts });
+  const fetcher = overrides.fetcher ?? createSafeFetcher({ allowedPrivateHosts, onRefused: metrics.urlRefused });
   const documents = createDocumentsService({
     db,
     config,
@@ -191,7 +197,14 @@ function createServices(
     limiter,
     storage,
     urls: {
-      assertAllowed: (url) => assertPublicUrl(url, { allowedPrivateHosts }),
+      assertAllowed: (url) => {
+        try {
+          return assertPublicUrl(url, { allowedPrivateHosts });
+        } catch (error) {
+          if (error instanceof UrlNotAllowedError) metrics.urlRefused(error.reason);
+          throw error;
+        }
+      },
       classify: (url) => classifyUrl(url.toString()),
     },
     jobs,
@@ -212,10 +225,11 @@ function createServices(
       fetcher,
       modelRegistry,
       log: log.child({ module: 'ingestion' }),
+      metrics,
     }),
     credit,
     plan: createPlanService({ db, plans, credit, documentUsage }),
-    webhooks: createWebhookService({ db, secret: config.PAYMENT_WEBHOOK_SECRET, log: log.child({ module: 'billing' }) }),
+    webhooks: createWebhookService({ db, secret: config.PAYMENT_WEBHOOK_SECRET, log: log.child({ module: 'billing' }), metrics }),
     checkout: createCheckoutService({
       db,
       plans,
@@ -240,6 +254,7 @@ function createServices(
       streams,
       jobs,
       log: log.child({ module: 'messages' }),
+      metrics,
     }),
     auth: createAuthService({ db, config, mailer, limiter, log: log.child({ module: 'auth' }) }),
     apiKeys: createApiKeysService({ db }),
@@ -306,7 +321,7 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
   const deps: Deps = {
     ...base,
     metrics,
-    services: createServices(base, overrides),
+    services: createServices({ ...base, metrics: metrics.recorder }, overrides),
     async close() {
       // The queue first: running jobs finish while the database, storage and mail they use are open.
       const owned = (name: keyof Infrastructure) => !overrides[name];
@@ -320,6 +335,9 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
       if (ownsDatabase) await database.close();
     },
   };
+  // Read at scrape time: documents by status from the database (so every process reports the
+  // same, whatever ran the ingestion) and the connection pool of this process.
+  metrics.observe({ documentsByStatus: () => deps.services.documents.countByStatus(), poolStats: () => database.poolStats() });
   late.deps = deps;
   return deps;
 }

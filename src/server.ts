@@ -3,14 +3,23 @@ import { loadConfig } from './config/env.js';
 import { resolveSecretKey } from './config/secret-key.js';
 import { createDeps } from './deps.js';
 import { createLogger } from './platform/logger.js';
+import { serveMetrics } from './platform/metrics.js';
 import { onShutdownSignal } from './platform/shutdown.js';
+import { startTracing } from './platform/tracing.js';
 
 const config = resolveSecretKey(loadConfig());
 const log = createLogger(config.LOG_LEVEL);
+// Before anything opens a connection, so the first queries are traced too (off when unset).
+const tracing = startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME });
 const deps = await createDeps(config, log);
 const app = await buildApp(deps);
 
 await app.listen({ port: config.PORT, host: config.HOST });
+// A separate /metrics listener (loopback by default), for scrapers that should not reach the API port.
+const metricsServer =
+  config.METRICS_PORT !== undefined
+    ? await serveMetrics(deps.metrics, config.METRICS_PORT, config.METRICS_HOST, config.METRICS_TOKEN)
+    : undefined;
 if (config.runWorkerInProcess) {
   // Embedded profile (or RUN_WORKER_IN_PROCESS=true): this process also runs the background jobs,
   // and its reconciler picks up at once what a previous run of it left unfinished.
@@ -25,6 +34,8 @@ log.info(
     worker: config.runWorkerInProcess ? 'in-process' : 'separate',
     storage: deps.storage.kind,
     docs: `${config.publicBaseUrl}/api/docs/`,
+    metrics: metricsServer ? `${config.METRICS_HOST}:${config.METRICS_PORT}` : config.METRICS_TOKEN ? 'api port (token)' : 'off',
+    tracing: tracing ? 'on' : 'off',
   },
   'service started',
 );
@@ -32,8 +43,10 @@ log.info(
 onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
   // Stop accepting requests and wait for the ones in flight (open streams included).
   await app.close();
+  metricsServer?.close();
   // Replies whose client went away are still being generated: let them finish and be saved.
   await deps.services.streams.drain();
   // Closes the queue first: running jobs finish; waiting ones stay recorded in the database.
   await deps.close();
+  await tracing?.shutdown();
 });

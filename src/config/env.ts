@@ -167,7 +167,10 @@ const envSchema = z.object({
   JOB_WAIT_ALERT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
   /** Finished jobs are kept this many days (for operators), then deleted. */
   JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(365).default(7),
-  /** Bearer token `/metrics` on the API port requires; unset (and no METRICS_PORT): `/metrics` is not served on the API port. */
+  /**
+   * Bearer token `/metrics` requires (on the API port, METRICS_PORT and WORKER_METRICS_PORT); unset:
+   * `/metrics` is not served on the API port (only on METRICS_PORT, when that is set).
+   */
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   /** Port of a separate `/metrics` listener (on METRICS_HOST), instead of the API port. */
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),

@@ -7,6 +7,9 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import pg from 'pg';
+import { SpanKind } from '@opentelemetry/api';
+import type { PoolStats } from '../platform/metrics.js';
+import { tracingEnabled, withSpan } from '../platform/tracing.js';
 
 /** The one database type every repo uses; PGlite and node-postgres both satisfy it. */
 export type Db = PgDatabase<PgQueryResultHKT>;
@@ -19,6 +22,8 @@ export interface Database {
   readonly kind: 'pglite' | 'pg';
   /** Throws when the database cannot answer a trivial query. */
   ping(): Promise<void>;
+  /** Connections in use, idle and awaited, for /metrics. */
+  poolStats(): PoolStats;
   close(): Promise<void>;
 }
 
@@ -63,10 +68,21 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => undefined);
+  traceQueries(pool);
+  // Drizzle runs transactions on a client checked out with connect(): its queries are traced too.
+  const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
+  pool.connect = (async (...args: unknown[]) => {
+    if (args.length > 0) return (connect as (...a: unknown[]) => unknown)(...args);
+    const client = await connect();
+    traceQueries(client);
+    return client;
+  }) as typeof pool.connect;
   const db = drizzlePg(pool) as unknown as Db;
+  const max = options.poolSize ?? 10;
   return {
     db,
     kind: 'pg',
+    poolStats: () => ({ max, inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => {
       await pool.query('select 1');
     },
@@ -77,16 +93,62 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
 export async function openPglite(dir: string, loadDataDir?: Blob): Promise<Database & { client: PGlite }> {
   if (!dir.startsWith('memory://')) mkdirSync(path.resolve(dir), { recursive: true });
   const client = await PGlite.create({ dataDir: dir, extensions: { vector }, loadDataDir });
+  // One connection, queries run one at a time: in use while any runs, the rest wait.
+  let inFlight = 0;
+  const counted =
+    <A extends unknown[], R>(run: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      inFlight += 1;
+      try {
+        return await run(...args);
+      } finally {
+        inFlight -= 1;
+      }
+    };
+  traceQueries(client);
+  const query = client.query.bind(client);
+  client.query = counted(query) as typeof client.query;
+  const transaction = client.transaction.bind(client);
+  client.transaction = counted(<T>(callback: Parameters<typeof transaction<T>>[0]) =>
+    transaction<T>((tx) => callback(traceQueries(tx))),
+  ) as typeof client.transaction;
   const db = drizzlePglite(client) as unknown as Db;
   return {
     db,
     client,
     kind: 'pglite',
+    poolStats: () => ({ max: 1, inUse: Math.min(inFlight, 1), idle: inFlight > 0 ? 0 : 1, waiting: Math.max(inFlight - 1, 0) }),
     ping: async () => {
       await db.execute(sql`select 1`);
     },
     close: () => client.close(),
   };
+}
+
+const TRACED = Symbol('traced queries');
+
+/**
+ * One CLIENT span per statement (`db.query.text` without the parameters, which may be personal
+ * data) around the promise form of `query`, as drizzle calls it. Installed always, traced only
+ * while tracing is on (a boolean test per query otherwise); callback calls pass through.
+ */
+function traceQueries<T extends { query: (...args: never[]) => unknown }>(target: T): T {
+  const marked = target as T & { [TRACED]?: true };
+  if (marked[TRACED]) return target;
+  marked[TRACED] = true;
+  const original = target.query.bind(target) as (...args: unknown[]) => unknown;
+  (target as { query: unknown }).query = (...args: unknown[]) => {
+    if (!tracingEnabled() || typeof args[args.length - 1] === 'function') return original(...args);
+    const first = args[0];
+    const text = typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? '');
+    const name = /^\s*(\w+)/.exec(text)?.[1]?.toUpperCase() ?? 'QUERY';
+    return withSpan(
+      name,
+      { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.query.text': text.slice(0, 2000) } },
+      () => original(...args) as Promise<unknown>,
+    );
+  };
+  return target;
 }
 
 /** Runs raw SQL and returns its rows (node-postgres and PGlite both answer `{ rows }`). */

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { useTestApp } from '../../test/support/app.js';
 import { newUser } from '../../test/support/factories.js';
 
-const t = useTestApp({ BODY_LIMIT_BYTES: '2048' });
+const METRICS_TOKEN = 'metrics-token-0123456789';
+const t = useTestApp({ BODY_LIMIT_BYTES: '2048', METRICS_TOKEN });
 
 describe('operations endpoints', () => {
   it('/healthz answers without authentication', async () => {
@@ -21,7 +22,7 @@ describe('operations endpoints', () => {
   it('/metrics counts requests by route pattern, not raw URL', async () => {
     const user = await newUser(t);
     await t.get('/api/workspaces/00000000-0000-4000-8000-000000000001/', user);
-    const res = await t.get('/metrics');
+    const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/text\/plain/);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/workspaces\/:id\/",status="403"\} \d+/);

@@ -12,7 +12,11 @@ import { backgroundJobs } from './queue/jobs.table.js';
 describe('an API process without a worker', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp({ RUN_WORKER_IN_PROCESS: 'false', JOB_WAIT_ALERT_SECONDS: '30' }, {}, { startWorker: false });
+    t = await createTestApp(
+      { RUN_WORKER_IN_PROCESS: 'false', JOB_WAIT_ALERT_SECONDS: '30', METRICS_TOKEN: 'metrics-token-0123456789' },
+      {},
+      { startWorker: false },
+    );
   });
   afterAll(async () => {
     await t.close();
@@ -26,7 +30,7 @@ describe('an API process without a worker', () => {
     const unready = await t.get('/readyz');
     expect(unready.statusCode).toBe(503);
     expect(unready.json()).toMatchObject({ status: 'unavailable', checks: { workers: 'failed', database: 'ok' } });
-    const metrics = (await t.get('/metrics')).body;
+    const metrics = (await t.request('GET', '/metrics', { headers: { authorization: 'Bearer metrics-token-0123456789' } })).body;
     expect(metrics).toContain('queue_jobs{queue="documents.ingest",state="waiting"} 1');
     expect(metrics).toMatch(/queue_oldest_waiting_seconds\{queue="documents.ingest"\} 3\d/);
     expect(metrics).toContain('queue_workers_live 0');

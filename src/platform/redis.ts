@@ -1,5 +1,6 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { type Command, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
+import { startClientSpan } from './tracing.js';
 
 /**
  * One ioredis connection with its errors logged (an `error` event without a listener is
@@ -8,6 +9,7 @@ import type { Logger } from 'pino';
  */
 export function createRedisClient(url: string, log: Logger, role: string, options: RedisOptions = {}): Redis {
   const client = new Redis(url, { connectionName: role, ...options });
+  traceCommands(client, role);
   let lastLogged = 0;
   client.on('error', (error: Error) => {
     // ioredis retries every second or so while Redis is down: log at most every 10 s.
@@ -17,6 +19,24 @@ export function createRedisClient(url: string, log: Logger, role: string, option
     log.warn({ err: error, redis: role }, 'redis connection error');
   });
   return client;
+}
+
+/**
+ * One CLIENT span per command (its name only, never keys or values) while tracing is on: every
+ * command of ioredis, BullMQ's included, goes through `sendCommand`. Off, one test per command.
+ */
+function traceCommands(client: Redis, role: string): void {
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = (command: Command, ...rest: unknown[]) => {
+    const end = startClientSpan(`redis ${command.name}`, {
+      'db.system.name': 'redis',
+      'db.operation.name': command.name.toUpperCase(),
+      'redis.connection': role,
+    });
+    const result = (send as (command: Command, ...rest: unknown[]) => unknown)(command, ...rest);
+    if (end) command.promise.then(() => end(), (error: unknown) => end(error ?? 'failed'));
+    return result;
+  };
 }
 
 /**

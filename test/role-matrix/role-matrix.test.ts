@@ -22,7 +22,7 @@ const rows: MatrixRow[] = [...coreRows, ...teamsRows, ...invitationsRows, ...pla
 const unlistedRoutes: Record<string, string> = {
   'GET /healthz': 'operations, no authentication',
   'GET /readyz': 'operations, no authentication',
-  'GET /metrics': 'operations, no authentication',
+  'GET /metrics': 'operations, METRICS_TOKEN bearer (not a user token)',
   'GET /api/schema/': 'OpenAPI document, public',
   'OPTIONS *': 'CORS preflights (@fastify/cors), answered before authentication',
 };

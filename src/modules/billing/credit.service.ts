@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db, DbOrTx } from '../../db/client.js';
 import { PaymentRequiredError } from '../../platform/errors.js';
+import type { ServiceMetrics } from '../../platform/metrics.js';
 import { tokenCost, type ModelCatalog } from '../models/catalog.js';
 import { lockWorkspace } from '../workspaces/workspaces.repo.js';
 import type { UsageKind } from './billing.table.js';
@@ -46,6 +47,7 @@ export interface CreditServiceDeps {
   plans: Plans;
   catalog: ModelCatalog;
   log: Logger;
+  metrics: Pick<ServiceMetrics, 'creditRefused'>;
 }
 
 /**
@@ -55,7 +57,12 @@ export interface CreditServiceDeps {
  * by at most its own cost, and parallel calls cannot all slip through: reservations of one
  * workspace are serialised by a lock on its row.
  */
-export function createCreditService({ db, plans, catalog, log }: CreditServiceDeps) {
+export function createCreditService({ db, plans, catalog, log, metrics }: CreditServiceDeps) {
+  const refuse = () => {
+    metrics.creditRefused();
+    return creditExhausted();
+  };
+
   function costOf(usage: ActualUsage): number {
     if (usage.costUsd !== undefined) return usage.costUsd;
     const input = usage.inputTokens ?? 0;
@@ -93,7 +100,7 @@ export function createCreditService({ db, plans, catalog, log }: CreditServiceDe
     async assertAvailable(workspace: { id: string; ownerId: number }): Promise<void> {
       const { usedUsd, limitUsd } = await used(db, workspace);
       const reserved = await repo.sumOpenReservations(db, workspace.id);
-      if (usedUsd + reserved >= limitUsd) throw creditExhausted();
+      if (usedUsd + reserved >= limitUsd) throw refuse();
     },
 
     async reserve(workspaceId: string, estimateUsd: number): Promise<Reservation> {
@@ -102,7 +109,7 @@ export function createCreditService({ db, plans, catalog, log }: CreditServiceDe
         if (!workspace) throw new Error(`reserve: workspace ${workspaceId} does not exist`);
         const { usedUsd, limitUsd } = await used(tx, workspace);
         const reserved = await repo.sumOpenReservations(tx, workspaceId);
-        if (usedUsd + reserved >= limitUsd) throw creditExhausted();
+        if (usedUsd + reserved >= limitUsd) throw refuse();
         const amount = Math.max(0, estimateUsd);
         const row = await repo.insertReservation(tx, workspaceId, amount, new Date(Date.now() + RESERVATION_TTL_MS));
         return { id: row.id, workspaceId, amountUsd: amount };

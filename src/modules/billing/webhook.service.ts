@@ -1,4 +1,6 @@
 import type { Db, DbOrTx } from '../../db/client.js';
+import { AppError } from '../../platform/errors.js';
+import type { ServiceMetrics } from '../../platform/metrics.js';
 import { isUuid } from '../../platform/ids.js';
 import { assertCleanText } from '../../platform/input-gate.js';
 import { findCustomerByProviderId } from './billing.repo.js';
@@ -64,7 +66,17 @@ function issuesOf(error: { issues: { path: PropertyKey[]; message: string }[] })
  *   event always applies to one that has not ended, even when a later `created` was seen first:
  *   delivered in order, that later event would have been ignored as a late one.
  */
-export function createWebhookService({ db, secret, log }: { db: Db; secret: string | undefined; log: WebhookLog }) {
+export function createWebhookService({
+  db,
+  secret,
+  log,
+  metrics,
+}: {
+  db: Db;
+  secret: string | undefined;
+  log: WebhookLog;
+  metrics: Pick<ServiceMetrics, 'webhookEvent'>;
+}) {
   /** Signature, JSON, text and structure, in that order; nothing is recorded for a refused request. */
   function parse(rawBody: Buffer, signature: string | undefined, requestLog: WebhookLog): ParsedEvent {
     if (!secret) {
@@ -273,38 +285,60 @@ export function createWebhookService({ db, secret, log }: { db: Db; secret: stri
      * processing fails (the provider retries; the attempt is recorded as `failed`).
      */
     async receive(rawBody: Buffer, signature: string | undefined, requestLog: WebhookLog = log): Promise<WebhookAck> {
-      const parsed = parse(rawBody, signature, requestLog);
-      const { envelope } = parsed;
-      const inbox: mirror.InboxEvent = { id: envelope.id, type: envelope.type, createdAt: new Date(envelope.created * 1000) };
-      const elog = eventLog(requestLog, { event: envelope.id, type: envelope.type });
-
-      if (parsed.object === null) {
-        const fresh = await mirror.recordUnhandled(db, inbox);
-        if (fresh) return { received: true, outcome: 'unhandled', duplicate: false };
-        return previous(envelope.id);
-      }
-
-      let result: { outcome: WebhookOutcome; duplicate: boolean };
+      // Handled types by name; anything else the provider sends is `other` (bounded labels).
+      let type = 'unknown';
       try {
-        result = await db.transaction(async (tx) => {
-          if (!(await mirror.claimEvent(tx, inbox))) return { outcome: 'applied' as WebhookOutcome, duplicate: true };
-          const outcome = await apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog);
-          await mirror.finishEvent(tx, envelope.id, outcome);
-          return { outcome, duplicate: false };
+        const ack = await handle(rawBody, signature, requestLog, (parsedType) => {
+          type = isHandledType(parsedType) ? parsedType : 'other';
         });
+        metrics.webhookEvent(type, ack.duplicate ? 'duplicate' : ack.outcome);
+        return ack;
       } catch (error) {
-        const message = mirror.rootMessage(error).slice(0, 1000);
-        elog.error({ err: error }, 'payment webhook processing failed; the provider will retry');
-        await mirror.recordFailure(db, inbox, message).catch((recordError: unknown) => {
-          elog.error({ err: recordError }, 'could not record the failed webhook attempt');
-        });
-        throw billingErrors.webhookFailed();
+        metrics.webhookEvent(type, error instanceof AppError && error.status < 500 ? 'rejected' : 'failed');
+        throw error;
       }
-      if (result.duplicate) return previous(envelope.id);
-      if (result.outcome !== 'applied') elog.info({ outcome: result.outcome }, 'payment webhook event not applied');
-      return { received: true, ...result };
     },
   };
+
+  /** One delivery; `onType` learns the event's type once the body is verified and parsed. */
+  async function handle(
+    rawBody: Buffer,
+    signature: string | undefined,
+    requestLog: WebhookLog,
+    onType: (type: string) => void,
+  ): Promise<WebhookAck> {
+    const parsed = parse(rawBody, signature, requestLog);
+    onType(parsed.type);
+    const { envelope } = parsed;
+    const inbox: mirror.InboxEvent = { id: envelope.id, type: envelope.type, createdAt: new Date(envelope.created * 1000) };
+    const elog = eventLog(requestLog, { event: envelope.id, type: envelope.type });
+
+    if (parsed.object === null) {
+      const fresh = await mirror.recordUnhandled(db, inbox);
+      if (fresh) return { received: true, outcome: 'unhandled', duplicate: false };
+      return previous(envelope.id);
+    }
+
+    let result: { outcome: WebhookOutcome; duplicate: boolean };
+    try {
+      result = await db.transaction(async (tx) => {
+        if (!(await mirror.claimEvent(tx, inbox))) return { outcome: 'applied' as WebhookOutcome, duplicate: true };
+        const outcome = await apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog);
+        await mirror.finishEvent(tx, envelope.id, outcome);
+        return { outcome, duplicate: false };
+      });
+    } catch (error) {
+      const message = mirror.rootMessage(error).slice(0, 1000);
+      elog.error({ err: error }, 'payment webhook processing failed; the provider will retry');
+      await mirror.recordFailure(db, inbox, message).catch((recordError: unknown) => {
+        elog.error({ err: recordError }, 'could not record the failed webhook attempt');
+      });
+      throw billingErrors.webhookFailed();
+    }
+    if (result.duplicate) return previous(envelope.id);
+    if (result.outcome !== 'applied') elog.info({ outcome: result.outcome }, 'payment webhook event not applied');
+    return { received: true, ...result };
+  }
 
   /** The acknowledgement of a redelivered event: what happened the first time. */
   async function previous(id: string): Promise<WebhookAck> {

@@ -219,3 +219,12 @@ export async function replaceChunks(
 }
 
 export { isNull };
+
+/** Documents by processing status across every workspace (/metrics; one scan of a small column). */
+export async function countDocumentsByStatus(db: DbOrTx): Promise<Array<{ status: string; count: number }>> {
+  const rows = await db
+    .select({ status: documents.processingStatus, count: count() })
+    .from(documents)
+    .groupBy(documents.processingStatus);
+  return rows.map((row) => ({ status: row.status, count: Number(row.count) }));
+}

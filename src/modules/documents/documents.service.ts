@@ -325,6 +325,9 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
 
     /** Documents and bytes of a workspace, for the plan endpoint. */
     usage: (workspaceId: string) => repo.workspaceUsage(db, workspaceId),
+
+    /** Documents by processing status, all workspaces (operators' /metrics). */
+    countByStatus: () => repo.countDocumentsByStatus(db),
   };
 }
 

@@ -5,6 +5,7 @@ import type { Db, DbOrTx } from '../../db/client.js';
 import { AppError } from '../../platform/errors.js';
 import { type SafeFetcher, youtubeVideoId } from '../../platform/fetch/fetcher.js';
 import { UnrecoverableJobError } from '../../platform/queue/jobs.js';
+import type { ServiceMetrics } from '../../platform/metrics.js';
 import type { JobContext, JobFailure } from '../../platform/queue/port.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
 import type { CreditService } from '../billing/credit.service.js';
@@ -31,6 +32,7 @@ export interface IngestionServiceDeps {
   fetcher: SafeFetcher;
   modelRegistry: ModelRegistry;
   log: Logger;
+  metrics: Pick<ServiceMetrics, 'modelCall' | 'documentIngested'>;
 }
 
 /** Provider options asking each provider for our fixed embedding size. */
@@ -77,7 +79,7 @@ function isRetryable(error: unknown): boolean {
  * (document deleted or reprocessed) is left alone.
  */
 export function createIngestionService(deps: IngestionServiceDeps) {
-  const { db, config, plans, credit, storage, fetcher, modelRegistry, log } = deps;
+  const { db, config, plans, credit, storage, fetcher, modelRegistry, log, metrics } = deps;
 
   async function embed(
     taskId: string,
@@ -92,6 +94,18 @@ export function createIngestionService(deps: IngestionServiceDeps) {
     const reservation = await credit.reserve(workspaceId, estimate);
     let tokens = 0;
     const vectors: number[][] = [];
+    const started = performance.now();
+    const record = (outcome: 'ok' | 'error', costUsd: number) =>
+      metrics.modelCall({
+        kind: 'embedding',
+        provider: entry.provider,
+        model: entry.id,
+        outcome,
+        durationSeconds: (performance.now() - started) / 1000,
+        inputTokens: tokens,
+        outputTokens: 0,
+        costUsd,
+      });
     try {
       for (let i = 0; i < texts.length; i += EMBED_BATCH) {
         const result = await embedMany({
@@ -106,20 +120,23 @@ export function createIngestionService(deps: IngestionServiceDeps) {
         vectors.push(...result.embeddings);
       }
     } catch (error) {
+      record('error', 0);
       await credit.release(reservation);
       throw new IngestionError('embedding_failed', 'Creating search embeddings failed. Please try again later.', {
         cause: error,
         retryable: true,
       });
     }
-    await credit.settle(reservation, {
-      kind: 'embedding',
+    const usage = {
+      kind: 'embedding' as const,
       model: entry.id,
       userId,
       inputTokens: tokens,
       // One charge per task, however often its job runs (a re-run after a crash settles nothing new).
       referenceId: `embedding:${taskId}`,
-    });
+    };
+    record('ok', credit.costOf(usage));
+    await credit.settle(reservation, usage);
     if (vectors.some((v) => v.length !== EMBEDDING_DIMENSIONS)) {
       throw new IngestionError(
         'embedding_dimensions',
@@ -206,6 +223,7 @@ export function createIngestionService(deps: IngestionServiceDeps) {
           await repo.updateTask(tx, taskId, { status: 'SUCCESS', errorMessage: null });
           return true;
         });
+        if (applied) metrics.documentIngested(extracted.pages.length, chunks.length);
         if (!applied) {
           log.info({ taskId }, 'ingestion result dropped: the task was revoked');
           // An import whose document was deleted meanwhile must not leave the fetched page behind.

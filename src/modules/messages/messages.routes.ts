@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { currentUser } from '../../platform/auth.js';
 import { SERVICE_UNAVAILABLE_DETAIL, ValidationError } from '../../platform/errors.js';
 import { faultLogFields } from '../../platform/faults.js';
+import type { ServiceMetrics } from '../../platform/metrics.js';
 import { formParts, registerMultipart } from '../../platform/multipart.js';
 import { pageQuery, paginated, toPage } from '../../platform/pagination.js';
 import { openEventStream } from '../../platform/sse.js';
@@ -35,6 +36,8 @@ export interface MessagesRoutesOptions {
   /** Largest attachment any plan allows; the plan's own limit is enforced per file. */
   maxFileBytes: number;
   heartbeatMs: number;
+  /** Open event streams and clients that left before the end. */
+  metrics: Pick<ServiceMetrics, 'streamOpened' | 'clientDisconnected'>;
 }
 
 function requireBody<T>(body: T | null | undefined): T {
@@ -72,6 +75,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
       return reply.code(201).send(toMessageOut(result.reply));
     }
     const stream = openEventStream(reply, { headers: { 'X-Stream-Id': turn.streamId }, heartbeatMs: options.heartbeatMs });
+    const closed = options.metrics.streamOpened();
     try {
       const result = await messages.generate(turn, (event) => {
         if (event.type === 'delta') stream.send('delta', { text: event.text });
@@ -91,7 +95,10 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
       else if (!(error instanceof ModelCallError)) request.log.error({ err: error }, 'streaming reply failed');
       stream.send('error', { detail });
     } finally {
+      // Closed before we ended it: the client went away (the reply was still generated and saved).
+      if (stream.closed) options.metrics.clientDisconnected();
       stream.end();
+      closed();
     }
     return reply;
   }

@@ -11,7 +11,10 @@ import {
   ServiceUnavailableError,
   ValidationError,
 } from '../../platform/errors.js';
+import { SpanKind } from '@opentelemetry/api';
 import { faultLogFields, isDependencyUnavailable } from '../../platform/faults.js';
+import type { ModelCallOutcome, ServiceMetrics } from '../../platform/metrics.js';
+import { withSpan } from '../../platform/tracing.js';
 import { type JobsFor, UnrecoverableJobError } from '../../platform/queue/jobs.js';
 import type { JobFailure } from '../../platform/queue/port.js';
 import { isUuid } from '../../platform/ids.js';
@@ -115,6 +118,14 @@ export function replyFailureDetail(error: unknown): string {
   return GENERIC_REPLY_FAILURE;
 }
 
+/** A deadline passed (the SDK's or a fetch's TimeoutError, or an abort for one), anywhere in the cause chain. */
+function isTimeout(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
+    if (cause.name === 'TimeoutError') return true;
+  }
+  return false;
+}
+
 // About four characters a token: good enough to estimate a reservation or an unreported usage.
 const estimateTokens = (text: string) => Math.ceil(text.length / 4);
 
@@ -132,10 +143,11 @@ export interface MessagesServiceDeps {
   /** Records the background reply of an agent task in the task's own transaction. */
   jobs: JobsFor<{ 'chat.agent-reply': { taskId: string } }>;
   log: Logger;
+  metrics: Pick<ServiceMetrics, 'modelCall' | 'streamStopped'>;
 }
 
 export function createMessagesService(deps: MessagesServiceDeps) {
-  const { db, config, plans, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, jobs, log } = deps;
+  const { db, config, plans, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, jobs, log, metrics } = deps;
 
   /** Plan, provider and credit checks shared by every model-calling endpoint. */
   async function admitModelCall(access: ChatAccess, estimateText: string) {
@@ -182,6 +194,46 @@ export function createMessagesService(deps: MessagesServiceDeps) {
   async function generate(turn: Turn, onEvent: (event: AgentEvent) => void): Promise<GenerationResult> {
     const { access, model, reservation, userMessage } = turn;
     const chat = access.chat;
+    // One line per reply at its end (never its text): who, which model, tokens, cost, timings, outcome.
+    const summary = {
+      userId: turn.userId,
+      workspaceId: chat.workspaceId,
+      chatId: chat.id,
+      streamId: turn.streamId,
+      model: model.id,
+      provider: model.provider,
+      inputTokens: 0,
+      outputTokens: 0,
+      costUsd: 0,
+      durationMs: 0,
+      timeToFirstTokenMs: null as number | null,
+      outcome: 'error' as ModelCallOutcome,
+    };
+    const started = performance.now();
+    const elapsed = () => (performance.now() - started) / 1000;
+    let firstToken: number | undefined;
+    const onAgentEvent = (event: AgentEvent) => {
+      if (firstToken === undefined && event.type === 'delta') firstToken = elapsed();
+      onEvent(event);
+    };
+    /** The model call's metrics, once, however the call ended. */
+    const recordCall = (outcome: ModelCallOutcome, inputTokens: number, outputTokens: number) => {
+      const costUsd = credit.costOf({ kind: 'chat', model: model.id, inputTokens, outputTokens, referenceId: '' });
+      Object.assign(summary, { outcome, inputTokens, outputTokens, costUsd, durationMs: Math.round(elapsed() * 1000) });
+      if (firstToken !== undefined) summary.timeToFirstTokenMs = Math.round(firstToken * 1000);
+      metrics.modelCall({
+        kind: 'chat',
+        provider: model.provider,
+        model: model.id,
+        outcome,
+        durationSeconds: elapsed(),
+        ...(firstToken !== undefined ? { firstTokenSeconds: firstToken } : {}),
+        inputTokens,
+        outputTokens,
+        costUsd,
+      });
+      if (outcome === 'stopped') metrics.streamStopped();
+    };
     return streams.run(chat.id, turn.streamId, async (signal) => {
       try {
         const path = await repo.findPath(db, userMessage.id);
@@ -189,18 +241,34 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         const hasKnowledge = model.supports_tools && (await knowledge.hasKnowledge(chat.id));
         let outcome;
         try {
-          outcome = await agentFramework(chat.agentFramework).run({
-            model: modelRegistry.languageModel(model.id),
-            system: chat.systemPrompt || undefined,
-            messages,
-            call: buildCallSettings(model, { temperature: chat.temperature, model_parameters: chat.modelParameters }),
-            abortSignal: signal,
-            searchKnowledge: hasKnowledge
-              ? (query) => knowledge.search({ workspaceId: chat.workspaceId, chatId: chat.id, query, limit: 6 })
-              : null,
-            onEvent,
-          });
+          outcome = await withSpan(
+            `chat ${model.id}`,
+            {
+              kind: SpanKind.CLIENT,
+              attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': model.provider, 'gen_ai.request.model': model.id },
+            },
+            async (span) => {
+              const result = await agentFramework(chat.agentFramework).run({
+                model: modelRegistry.languageModel(model.id),
+                system: chat.systemPrompt || undefined,
+                messages,
+                call: buildCallSettings(model, { temperature: chat.temperature, model_parameters: chat.modelParameters }),
+                abortSignal: signal,
+                searchKnowledge: hasKnowledge
+                  ? (query) => knowledge.search({ workspaceId: chat.workspaceId, chatId: chat.id, query, limit: 6 })
+                  : null,
+                onEvent: onAgentEvent,
+              });
+              span?.setAttributes({
+                'gen_ai.usage.input_tokens': result.usage?.inputTokens ?? 0,
+                'gen_ai.usage.output_tokens': result.usage?.outputTokens ?? 0,
+                'gen_ai.response.stopped': result.stopped,
+              });
+              return result;
+            },
+          );
         } catch (error) {
+          recordCall(isTimeout(error) ? 'timeout' : 'error', 0, 0);
           log.error({ err: error, chatId: chat.id, model: model.id }, 'model call failed');
           throw error instanceof ModelCallError ? error : new ModelCallError(error);
         }
@@ -209,6 +277,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         const inputTokens = outcome.usage?.inputTokens || estimateTokens(promptText);
         const outputTokens = outcome.usage?.outputTokens ?? estimateTokens(outcome.text);
         const usage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+        recordCall(outcome.stopped ? 'stopped' : 'ok', inputTokens, outputTokens);
         const reply = await repo.insertMessageOnce(db, {
           id: turn.replyId ?? newId(),
           sessionId: chat.id,
@@ -229,6 +298,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
           referenceId: `chat:${reply.id}`,
         });
         await touchChat(db, chat.id);
+        log.info({ ...summary, messageId: reply.id }, 'reply finished');
         return { reply, userMessage, usage, stopped: outcome.stopped };
       } catch (error) {
         // Whatever failed before the charge (the model, reading the path or an attachment, saving
@@ -238,6 +308,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         await credit.release(reservation).catch((releaseError: unknown) => {
           log.warn({ ...faultLogFields(releaseError), chatId: chat.id }, 'could not release a credit reservation');
         });
+        log.info({ ...summary, failed: true }, 'reply finished');
         throw error;
       }
     });

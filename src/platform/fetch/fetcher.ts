@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { Client, buildConnector, type Dispatcher } from 'undici';
 import { CATEGORY_LABELS, checkAddress, connectAddress, parseAddress, parseAllowList } from './address-policy.js';
-import { UrlFetchError, UrlNotAllowedError } from './errors.js';
+import { UrlFetchError, UrlNotAllowedError, type UrlRefusalReason } from './errors.js';
 import { type CheckedUrl, checkUrl } from './url-policy.js';
 
 export { UrlFetchError, UrlNotAllowedError } from './errors.js';
@@ -38,6 +38,8 @@ export interface SafeFetcherOptions {
   resolver?: Resolver;
   /** Certificate authorities trusted in addition to Node's bundled ones (intranet hosts, tests). */
   ca?: string | Buffer | Array<string | Buffer>;
+  /** Called when a URL, a redirect or a resolved address is refused (metrics). */
+  onRefused?: (reason: UrlRefusalReason) => void;
   /** Called for every TCP connection, with the checked address it goes to (audit logs, tests). */
   onConnect?: (event: { hostname: string; address: string; port: number }) => void;
 }
@@ -332,6 +334,7 @@ export function createSafeFetcher(options: SafeFetcherOptions): SafeFetcher {
         return await run(url, init, signal);
       } catch (error) {
         if (init.signal?.aborted) throw init.signal.reason ?? error;
+        if (error instanceof UrlNotAllowedError) options.onRefused?.(error.reason);
         if (deadline.signal.aborted) {
           throw new UrlFetchError('url_timeout', `The URL did not respond within ${formatSeconds(timeoutMs)}.`, error);
         }

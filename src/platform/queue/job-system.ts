@@ -4,7 +4,9 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Db, DbOrTx } from '../../db/client.js';
 import { faultLogFields, isDependencyUnavailable } from '../faults.js';
+import { SpanKind } from '@opentelemetry/api';
 import { currentRequestId, runWithRequestContext } from '../request-context.js';
+import { contextFromTraceparent, currentTraceparent, withSpan } from '../tracing.js';
 import {
   type AnyJobDefinition,
   backoffDelay,
@@ -120,6 +122,8 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
       deliveryId,
       delayMs,
       requestId: currentRequestId() ?? null,
+      // The recording request's span: the job's run joins its trace, in whichever process runs it.
+      traceParent: currentTraceparent() ?? null,
     });
     if (inserted) return { id, name, deliveryId, delayMs };
     // Recorded before (the same id): dispatching it again is harmless.
@@ -229,7 +233,17 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
     const seconds = () => (performance.now() - started) / 1000;
     const context = { jobId: row.id, attempt: row.attempts, isFinalAttempt: row.attempts >= row.maxAttempts, signal: controller.signal };
     try {
-      const run = runWithRequestContext({ requestId: row.requestId ?? `job-${row.id}` }, () => resolved.handler(parsed.data, context));
+      const run = runWithRequestContext({ requestId: row.requestId ?? `job-${row.id}` }, () =>
+        withSpan(
+          `job ${row.name}`,
+          {
+            kind: SpanKind.CONSUMER,
+            parent: contextFromTraceparent(row.traceParent ?? undefined),
+            attributes: { 'job.name': row.name, 'job.id': row.id, 'job.attempt': row.attempts },
+          },
+          () => resolved.handler(parsed.data, context),
+        ),
+      );
       // A run that times out or loses its lease is let go at once, whether or not the handler
       // notices its signal (its late writes are fenced by the delivery id and the domain's own checks).
       await Promise.race([run, rejectWhenAborted(controller.signal)]);

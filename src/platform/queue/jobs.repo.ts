@@ -16,7 +16,16 @@ const secondsAgo = (seconds: number) => sql`now() - make_interval(secs => ${seco
 
 export async function insertJob(
   db: DbOrTx,
-  values: { id: string; name: string; payload: unknown; maxAttempts: number; deliveryId: string; delayMs: number; requestId: string | null },
+  values: {
+    id: string;
+    name: string;
+    payload: unknown;
+    maxAttempts: number;
+    deliveryId: string;
+    delayMs: number;
+    requestId: string | null;
+    traceParent?: string | null;
+  },
 ): Promise<boolean> {
   const rows = await db
     .insert(backgroundJobs)
@@ -27,6 +36,7 @@ export async function insertJob(
       maxAttempts: values.maxAttempts,
       deliveryId: values.deliveryId,
       requestId: values.requestId,
+      traceParent: values.traceParent ?? null,
       runAfter: secondsFromNow(values.delayMs / 1000),
       // Optimistic: the dispatch after commit follows; only a failed one clears it (one write
       // less on the request path). A process that dies in between leaves a delivery the queue

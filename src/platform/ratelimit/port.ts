@@ -15,7 +15,10 @@ export interface RateDecision {
  */
 export interface RateLimiter {
   readonly kind: 'memory' | 'redis';
-  /** Counts one call against `key` and says whether it is within `rate`. */
-  consume(key: string, rate: RateString): Promise<RateDecision>;
+  /**
+   * Counts one call against `key` and says whether it is within `rate`. `scope` names the
+   * throttle (a bounded set: chat_messages, login:ip, ...) for whoever reports refusals.
+   */
+  consume(key: string, rate: RateString, scope?: string): Promise<RateDecision>;
   close(): Promise<void>;
 }

@@ -45,7 +45,20 @@ export async function throttle(
   userId: number | string,
   rate: RateString,
 ): Promise<RateDecision> {
-  const decision = await limiter.consume(`${scope}:${userId}`, rate);
+  const decision = await limiter.consume(`${scope}:${userId}`, rate, scope);
   if (!decision.allowed) throw new ThrottledError(decision.retryAfterSeconds);
   return decision;
+}
+
+/** `limiter`, reporting every refused call with its throttle's scope (metrics); closing stays with the owner. */
+export function reportingRefusals(limiter: RateLimiter, onRefused: (scope: string) => void): RateLimiter {
+  return {
+    kind: limiter.kind,
+    async consume(key, rate, scope) {
+      const decision = await limiter.consume(key, rate, scope);
+      if (!decision.allowed) onRefused(scope ?? 'other');
+      return decision;
+    },
+    close: () => limiter.close(),
+  };
 }
