@@ -8,6 +8,8 @@ import { chatWorld, listenUrl, openHttpStream, useChatTestApp } from '../../test
 import { docsBase, LIFTED_THROTTLES, readyTextDocument } from '../../test/support/documents.js';
 import { spawnService } from '../../test/support/processes.js';
 import { freePort } from '../../test/support/redis-server.js';
+import { startFakeModelServer } from '../../test/support/fake-model-server.js';
+import { captureLog } from '../../test/support/log.js';
 import { waitUntil } from '../../test/support/wait.js';
 import { deliver, productObject, providerEvent, TEST_WEBHOOK_SECRET } from '../../test/support/webhook.js';
 
@@ -225,6 +227,42 @@ describe('the worker process', () => {
       expect(sample(text, 'queue_workers_live')).toBe(1);
     } finally {
       await worker.stop();
+    }
+  });
+});
+
+describe('the reply log line', () => {
+  it('a streamed reply logs one line at its end: user, workspace, chat, model, provider, tokens, cost, timings, outcome; never the text', async () => {
+    const fake = await startFakeModelServer();
+    const captured = captureLog('info');
+    const app = await createTestApp({ ...fake.env, THROTTLE_CHAT_MESSAGES: '10000/minute' }, {}, { log: captured.log });
+    try {
+      const w = await chatWorld(app);
+      fake.enqueue({ text: 'A secret answer', usage: { inputTokens: 21, outputTokens: 4 } });
+      const res = await app.request('POST', `${w.base}stream/`, { as: w.alice, body: { content: 'A private question' } });
+      expect(res.statusCode).toBe(200);
+      const lines = captured.lines().filter((line) => line.msg === 'reply finished');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({
+        userId: expect.any(Number),
+        workspaceId: w.ws.id,
+        chatId: w.chat.id,
+        model: w.chat.ai_model,
+        provider: app.deps.catalog.chatModel(w.chat.ai_model)!.provider,
+        inputTokens: 21,
+        outputTokens: 4,
+        costUsd: expect.any(Number),
+        durationMs: expect.any(Number),
+        timeToFirstTokenMs: expect.any(Number),
+        outcome: 'ok',
+      });
+      expect(lines[0]!.costUsd).toBeGreaterThan(0);
+      const all = JSON.stringify(captured.lines());
+      expect(all).not.toContain('A secret answer');
+      expect(all).not.toContain('A private question');
+    } finally {
+      await app.close();
+      await fake.close();
     }
   });
 });
