@@ -448,6 +448,7 @@ async function main(): Promise<void> {
         config: { EMBEDDING_MODEL: 'openai:text-embedding-3-small' },
         credit: deps.services.credit,
         modelRegistry: deps.services.modelRegistry,
+        metrics: deps.metrics.recorder,
         log: createLogger('silent'),
       });
       const paths: Array<{ label: string; run: (i: number) => Promise<number> }> = [

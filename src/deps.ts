@@ -186,7 +186,7 @@ function createServices(
   const streams = createStreamControl({ pubsub, log: log.child({ module: 'streams' }) });
   const credit = createCreditService({ db, plans, catalog, log: log.child({ module: 'credit' }), metrics });
   const knowledge =
-    overrides.knowledge ?? createKnowledgeSearch({ db, config, credit, modelRegistry, log: log.child({ module: 'knowledge' }) });
+    overrides.knowledge ?? createKnowledgeSearch({ db, config, credit, modelRegistry, log: log.child({ module: 'knowledge' }), metrics });
   const allowedPrivateHosts = config.URL_FETCH_ALLOWED_PRIVATE_HOSTS;
   const fetcher = overrides.fetcher ?? createSafeFetcher({ allowedPrivateHosts, onRefused: metrics.urlRefused });
   const documents = createDocumentsService({

@@ -9,6 +9,7 @@ import type { CreditService } from '../billing/credit.service.js';
 import { EMBEDDING_DIMENSIONS } from '../documents/documents.table.js';
 import type { ModelRegistry } from '../models/providers.js';
 import { chatHasKnowledge } from './knowledge-bases.repo.js';
+import type { ServiceMetrics } from '../../platform/metrics.js';
 
 /** Candidates each retriever contributes before fusion. */
 const CANDIDATES = 30;
@@ -92,14 +93,27 @@ export function createKnowledgeSearch(deps: {
   credit: CreditService;
   modelRegistry: ModelRegistry;
   log: Logger;
+  metrics: Pick<ServiceMetrics, 'modelCall'>;
 }): KnowledgeSearch {
-  const { db, config, credit, modelRegistry, log } = deps;
+  const { db, config, credit, modelRegistry, log, metrics } = deps;
 
   async function queryVector(workspaceId: string, query: string): Promise<number[] | null> {
     if (!config.EMBEDDING_MODEL) return null;
     try {
       const { model, entry } = modelRegistry.embeddingModel(config.EMBEDDING_MODEL);
       const reservation = await credit.reserve(workspaceId, (query.length / 4) * (entry.input_price_per_million / 1e6));
+      const started = performance.now();
+      const record = (outcome: 'ok' | 'error', inputTokens: number, costUsd: number) =>
+        metrics.modelCall({
+          kind: 'embedding',
+          provider: entry.provider,
+          model: entry.id,
+          outcome,
+          durationSeconds: (performance.now() - started) / 1000,
+          inputTokens,
+          outputTokens: 0,
+          costUsd,
+        });
       const result = await embed({
         model,
         value: query,
@@ -110,15 +124,13 @@ export function createKnowledgeSearch(deps: {
           google: { outputDimensionality: EMBEDDING_DIMENSIONS },
         },
       }).catch(async (error: unknown) => {
+        record('error', 0, 0);
         await credit.release(reservation);
         throw error;
       });
-      await credit.settle(reservation, {
-        kind: 'embedding',
-        model: entry.id,
-        inputTokens: result.usage.tokens,
-        referenceId: `search:${randomUUID()}`,
-      });
+      const usage = { kind: 'embedding' as const, model: entry.id, inputTokens: result.usage.tokens, referenceId: `search:${randomUUID()}` };
+      record('ok', usage.inputTokens, credit.costOf(usage));
+      await credit.settle(reservation, usage);
       return result.embedding.length === EMBEDDING_DIMENSIONS ? result.embedding : null;
     } catch (error) {
       // Search still answers from full text: a missing vector only lowers recall.
