@@ -40,6 +40,6 @@ export default tseslint.config(
   {
     files: ['scripts/**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
-    languageOptions: { parserOptions: { projectService: false }, globals: { process: 'readonly' } },
+    languageOptions: { parserOptions: { projectService: false }, globals: { process: 'readonly', fetch: 'readonly', AbortSignal: 'readonly' } },
   },
 );

@@ -155,7 +155,7 @@ async function main() {
   }
   if (!existsSync(TSC)) {
     say(`cannot build: ${reason}, and TypeScript is not installed (dev dependencies were omitted).`);
-    say('Build before leaving dev dependencies out: `npm ci && npm run build && npm prune --omit=dev`,');
+    say('Build before leaving dev dependencies out: `npm ci --include=dev && npm run build && npm prune --omit=dev`,');
     say('or install them again with `npm ci --include=dev`.');
     return 1;
   }

@@ -163,7 +163,7 @@ describe('scripts/ensure-build.mjs', () => {
     const stale = await run();
     expect(stale.code).toBe(1);
     expect(stale.output).toContain('cannot build: src/server.ts changed, and TypeScript is not installed');
-    expect(stale.output).toContain('npm ci && npm run build && npm prune --omit=dev');
+    expect(stale.output).toContain('npm ci --include=dev && npm run build && npm prune --omit=dev');
     expect(builds()).toBe(1);
   });
 
