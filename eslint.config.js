@@ -36,4 +36,10 @@ export default tseslint.config(
     },
   },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+  // Plain-Node scripts (no TypeScript: they run where dev dependencies were pruned).
+  {
+    files: ['scripts/**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { parserOptions: { projectService: false }, globals: { process: 'readonly', fetch: 'readonly', AbortSignal: 'readonly' } },
+  },
 );

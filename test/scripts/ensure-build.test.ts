@@ -1,0 +1,204 @@
+import { execFile, spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+/*
+ * scripts/ensure-build.mjs on a tiny fake project: the real script, copied into a temporary
+ * directory with a few sources and a fake `typescript/bin/tsc` that records each build (and takes
+ * a moment, so that two concurrent runs really overlap) and writes dist/.
+ */
+
+const SCRIPT = fileURLToPath(new URL('../../scripts/ensure-build.mjs', import.meta.url));
+
+const FAKE_TSC = `
+const fs = require('node:fs');
+fs.appendFileSync('builds.log', process.pid + '\\n');
+const end = Date.now() + Number(process.env.FAKE_TSC_MS ?? 400);
+while (Date.now() < end) {}
+if (process.env.FAKE_TSC_EXIT) process.exit(Number(process.env.FAKE_TSC_EXIT));
+fs.mkdirSync('dist/src', { recursive: true });
+fs.writeFileSync('dist/src/server.js', 'built\\n');
+`;
+
+interface Run {
+  code: number | null;
+  output: string;
+}
+
+let root: string;
+
+function run(args: string[] = [], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [path.join(root, 'scripts', 'ensure-build.mjs'), ...args],
+      { cwd: root, env: { PATH: process.env.PATH ?? '', ...env } },
+      (error, stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, output: stdout + stderr }),
+    );
+  });
+}
+
+const builds = () => (existsSync(path.join(root, 'builds.log')) ? readFileSync(path.join(root, 'builds.log'), 'utf8').trim().split('\n').length : 0);
+
+/** Sets a file's mtime `secondsFromNow` away (positive: later than any build so far). */
+function touch(file: string, secondsFromNow = 5) {
+  const when = new Date(Date.now() + secondsFromNow * 1000);
+  utimesSync(path.join(root, file), when, when);
+}
+
+beforeEach(() => {
+  root = mkdtempSync(path.join(tmpdir(), 'ensure-build-'));
+  mkdirSync(path.join(root, 'scripts'));
+  copyFileSync(SCRIPT, path.join(root, 'scripts', 'ensure-build.mjs'));
+  mkdirSync(path.join(root, 'src', 'db'), { recursive: true });
+  writeFileSync(path.join(root, 'src', 'server.ts'), 'export {};\n');
+  writeFileSync(path.join(root, 'src', 'db', 'migrate-cli.ts'), 'export {};\n');
+  writeFileSync(path.join(root, 'src', 'server.test.ts'), 'export {};\n');
+  writeFileSync(path.join(root, 'package.json'), '{"name": "fake", "type": "module"}\n');
+  writeFileSync(path.join(root, 'tsconfig.json'), '{}\n');
+  writeFileSync(path.join(root, 'tsconfig.build.json'), '{}\n');
+  mkdirSync(path.join(root, 'node_modules', 'typescript', 'bin'), { recursive: true });
+  writeFileSync(path.join(root, 'node_modules', 'typescript', 'package.json'), '{"name": "typescript"}\n');
+  writeFileSync(path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), FAKE_TSC);
+  // Sources older than anything the tests build.
+  for (const file of ['src/server.ts', 'src/db/migrate-cli.ts', 'src/server.test.ts', 'package.json', 'tsconfig.json']) touch(file, -60);
+});
+
+afterEach(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('scripts/ensure-build.mjs', () => {
+  it('builds when dist/ is missing, then finds it up to date and does not build again', async () => {
+    const first = await run();
+    expect(first.code).toBe(0);
+    expect(first.output).toContain('building dist/ with tsc: dist/ is missing');
+    expect(builds()).toBe(1);
+    expect(readFileSync(path.join(root, 'dist', 'src', 'server.js'), 'utf8')).toBe('built\n');
+
+    const second = await run();
+    expect(second.code).toBe(0);
+    expect(second.output).toContain('dist/ is up to date');
+    expect(builds()).toBe(1);
+    expect(existsSync(path.join(root, '.build.lock'))).toBe(false);
+  });
+
+  it('builds again after a source, package.json or a tsconfig changes, but not for a test file', async () => {
+    await run();
+    expect(builds()).toBe(1);
+
+    touch('src/server.test.ts');
+    expect((await run()).output).toContain('dist/ is up to date');
+    expect(builds()).toBe(1);
+
+    touch('src/db/migrate-cli.ts');
+    expect((await run()).output).toContain(`building dist/ with tsc: ${path.join('src', 'db', 'migrate-cli.ts')} changed`);
+    expect(builds()).toBe(2);
+
+    touch('package.json', 10);
+    expect((await run()).output).toContain('building dist/ with tsc: package.json changed');
+    expect(builds()).toBe(3);
+
+    touch('tsconfig.build.json', 15);
+    expect((await run()).output).toContain('tsconfig.build.json changed');
+    expect(builds()).toBe(4);
+  });
+
+  it('builds again when a source file is added or removed, even with an old mtime', async () => {
+    await run();
+    writeFileSync(path.join(root, 'src', 'worker.ts'), 'export {};\n');
+    touch('src/worker.ts', -60);
+    expect((await run()).output).toContain('source files were added or removed');
+    expect(builds()).toBe(2);
+
+    rmSync(path.join(root, 'src', 'worker.ts'));
+    expect((await run()).output).toContain('source files were added or removed');
+    expect(builds()).toBe(3);
+  });
+
+  it('two runs started together build once: the second waits for the lock and finds dist/ fresh', async () => {
+    const start = () =>
+      new Promise<Run>((resolve) => {
+        const child = spawn(process.execPath, [path.join(root, 'scripts', 'ensure-build.mjs')], {
+          cwd: root,
+          env: { PATH: process.env.PATH ?? '', FAKE_TSC_MS: '1500' },
+        });
+        let output = '';
+        child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        child.on('exit', (code) => resolve({ code, output }));
+      });
+    const [api, worker] = await Promise.all([start(), start()]);
+
+    expect(api.code).toBe(0);
+    expect(worker.code).toBe(0);
+    expect(builds()).toBe(1);
+    const outputs = [api.output, worker.output];
+    expect(outputs.filter((o) => o.includes('built dist/ in'))).toHaveLength(1);
+    const waiter = outputs.find((o) => !o.includes('built dist/ in'))!;
+    expect(waiter).toContain('waiting for the build of pid');
+    expect(waiter).toContain('dist/ is up to date (built by another process meanwhile)');
+    expect(existsSync(path.join(root, '.build.lock'))).toBe(false);
+  });
+
+  it('--force builds even when dist/ is fresh (npm run build)', async () => {
+    await run();
+    const forced = await run(['--force']);
+    expect(forced.code).toBe(0);
+    expect(forced.output).toContain('building dist/ with tsc: forced');
+    expect(builds()).toBe(2);
+  });
+
+  it('without TypeScript (dev dependencies omitted): a fresh dist/ starts, a stale one fails saying what to run', async () => {
+    await run();
+    rmSync(path.join(root, 'node_modules', 'typescript'), { recursive: true });
+
+    const fresh = await run();
+    expect(fresh.code).toBe(0);
+    expect(fresh.output).toContain('dist/ is up to date');
+
+    touch('src/server.ts');
+    const stale = await run();
+    expect(stale.code).toBe(1);
+    expect(stale.output).toContain('cannot build: src/server.ts changed, and TypeScript is not installed');
+    expect(stale.output).toContain('npm ci --include=dev && npm run build && npm prune --omit=dev');
+    expect(builds()).toBe(1);
+  });
+
+  it('a dist/ shipped without its sources is used as it is', async () => {
+    await run();
+    rmSync(path.join(root, 'src'), { recursive: true });
+    rmSync(path.join(root, 'node_modules'), { recursive: true });
+    const result = await run();
+    expect(result.code).toBe(0);
+    expect(result.output).toContain('dist/ is up to date');
+  });
+
+  it('a failed build exits non-zero, leaves no stamp, and the next run builds again', async () => {
+    const failed = await run([], { FAKE_TSC_EXIT: '2' });
+    expect(failed.code).toBe(2);
+    expect(failed.output).toContain('tsc failed (exit 2)');
+    expect(existsSync(path.join(root, 'dist', '.build-stamp.json'))).toBe(false);
+    expect(existsSync(path.join(root, '.build.lock'))).toBe(false);
+
+    const retried = await run();
+    expect(retried.code).toBe(0);
+    expect(builds()).toBe(2);
+  });
+
+  it('a lock left by a process that died is removed and the build goes ahead', async () => {
+    // A pid that is certainly not running: a child that already exited.
+    const dead = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ['-e', '']);
+      child.on('exit', () => resolve(child.pid!));
+    });
+    writeFileSync(path.join(root, '.build.lock'), JSON.stringify({ pid: dead, host: hostname(), since: Date.now() }));
+
+    const result = await run();
+    expect(result.code).toBe(0);
+    expect(result.output).toContain(`removing an abandoned lock of pid ${dead}`);
+    expect(builds()).toBe(1);
+  });
+});
