@@ -82,6 +82,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
         user_message_id: result.userMessage.id,
         usage: result.usage,
         stopped: result.stopped,
+        sources: result.reply.sources,
       });
     } catch (error) {
       // The model's failure was logged by the service; a dependency fault is logged without the

@@ -41,6 +41,9 @@ import { type AgentTaskOut, type MessageOut, sendBody, type SendInput } from './
 import type { StreamControl } from './stream-control.js';
 import { newId } from '../../db/columns.js';
 
+/** Chunks one knowledge search returns (the `tools` search and `direct`'s retrieval alike). */
+const KNOWLEDGE_SEARCH_LIMIT = 6;
+
 export function toMessageOut(row: repo.MessageRow): MessageOut {
   return {
     id: row.id,
@@ -186,17 +189,19 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       try {
         const path = await repo.findPath(db, userMessage.id);
         const messages = await toModelMessages(path, model);
-        const hasKnowledge = model.supports_tools && (await knowledge.hasKnowledge(chat.id));
+        const framework = agentFramework(chat.agentFramework);
+        const hasKnowledge = (model.supports_tools || !framework.searchesThroughTools) && (await knowledge.hasKnowledge(chat.id));
         let outcome;
         try {
-          outcome = await agentFramework(chat.agentFramework).run({
+          outcome = await framework.run({
             model: modelRegistry.languageModel(model.id),
             system: chat.systemPrompt || undefined,
             messages,
             call: buildCallSettings(model, { temperature: chat.temperature, model_parameters: chat.modelParameters }),
             abortSignal: signal,
+            query: userMessage.content,
             searchKnowledge: hasKnowledge
-              ? (query) => knowledge.search({ workspaceId: chat.workspaceId, chatId: chat.id, query, limit: 6 })
+              ? (query) => knowledge.search({ workspaceId: chat.workspaceId, chatId: chat.id, query, limit: KNOWLEDGE_SEARCH_LIMIT })
               : null,
             onEvent,
           });
