@@ -1,4 +1,6 @@
 import type { FastifyReply } from 'fastify';
+import { rateLimitHeaders } from './ratelimit/headers.js';
+import { currentRequestContext } from './request-context.js';
 
 /**
  * Server-sent events on a Fastify reply. Each event is `event: NAME` + one `data: JSON` line +
@@ -35,6 +37,8 @@ export function openEventStream(reply: FastifyReply, options: EventStreamOptions
     if (value !== undefined) headers[name.toLowerCase()] = value;
   };
   for (const [name, value] of Object.entries(reply.getHeaders())) set(name, value);
+  // Hijacked: the onSend hook that adds these to every other answer does not run.
+  for (const [name, value] of Object.entries(rateLimitHeaders(currentRequestContext()))) set(name, value);
   for (const [name, value] of Object.entries({
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-cache, no-transform',
