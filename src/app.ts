@@ -31,7 +31,8 @@ import { registerIdempotency } from './platform/idempotency/idempotency.js';
 import { registerInputGate } from './platform/input-gate.js';
 import { registerMetrics } from './platform/metrics.js';
 import { registerRequestTracing } from './platform/tracing.js';
-import { runWithRequestContext } from './platform/request-context.js';
+import { rateLimitHeaders } from './platform/ratelimit/headers.js';
+import { currentRequestContext, runWithRequestContext } from './platform/request-context.js';
 import { isLocalStorage } from './platform/storage/local.js';
 import { localStorageRoutes } from './platform/storage/local.routes.js';
 
@@ -81,6 +82,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerRequestTracing(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Throttled endpoints report their allowance on every answer, 429 included (streams: sse.ts).
+    reply.headers(rateLimitHeaders(currentRequestContext()));
     // No response is ever to be sniffed into another type (errors and 404s included).
     reply.header('x-content-type-options', 'nosniff');
   });

@@ -9,6 +9,9 @@ import { createSmtpMailer } from './platform/mail/smtp.js';
 import { createMemoryPubSub } from './platform/pubsub/memory.js';
 import type { PubSub } from './platform/pubsub/port.js';
 import { createRedisPubSub } from './platform/pubsub/redis.js';
+import { createMemoryEventBuffer } from './platform/event-buffer/memory.js';
+import type { EventBuffer } from './platform/event-buffer/port.js';
+import { createRedisEventBuffer } from './platform/event-buffer/redis.js';
 import { createBullmqQueue } from './platform/queue/bullmq.js';
 import { createJobSystem, type JobSystem } from './platform/queue/job-system.js';
 import type { JobsFor } from './platform/queue/jobs.js';
@@ -71,6 +74,8 @@ export interface Deps {
   pubsub: PubSub;
   /** Throttle counters: in-process, or Redis (shared by every API process). */
   limiter: RateLimiter;
+  /** Recent events of chat streams, for reattaching: in-process, or Redis Streams (any API process). */
+  eventBuffer: EventBuffer;
   /** Files: DATA_DIR/files with app-signed URLs, or S3 (STORAGE_BACKEND). */
   storage: ObjectStorage;
   /** Chat, embedding and transcription models with their prices (built-in + MODEL_CATALOG_FILE). */
@@ -88,6 +93,7 @@ export interface DepsOverrides {
   queue?: JobQueue;
   pubsub?: PubSub;
   limiter?: RateLimiter;
+  eventBuffer?: EventBuffer;
   storage?: ObjectStorage;
   mailer?: Mailer;
   /** The `search_knowledge_base` backend (tests may bring one); default: hybrid search of attached knowledge bases. */
@@ -110,7 +116,7 @@ function jobDefinitions(config: Config, deps: () => Deps) {
 
 export type Jobs = JobSystem<ReturnType<typeof jobDefinitions>>;
 
-type Infrastructure = Pick<Deps, 'queue' | 'pubsub' | 'limiter' | 'storage' | 'mailer'>;
+type Infrastructure = Pick<Deps, 'queue' | 'pubsub' | 'limiter' | 'eventBuffer' | 'storage' | 'mailer'>;
 
 /** Chooses each adapter once, from configuration: Redis when REDIS_URL is set, else in-process. */
 function createInfrastructure(config: Config, log: Logger, database: Database, overrides: DepsOverrides): Infrastructure {
@@ -137,6 +143,18 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
     (redis
       ? createRedisRateLimiter({ url: redis, prefix, commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, log: log.child({ module: 'ratelimit' }) })
       : createMemoryRateLimiter());
+  const bufferLimits = { ttlMs: config.STREAM_BUFFER_TTL_SECONDS * 1000, maxEvents: config.STREAM_BUFFER_MAX_EVENTS };
+  const eventBuffer =
+    overrides.eventBuffer ??
+    (redis
+      ? createRedisEventBuffer({
+          url: redis,
+          prefix,
+          commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
+          log: log.child({ module: 'event-buffer' }),
+          ...bufferLimits,
+        })
+      : createMemoryEventBuffer(bufferLimits));
   const storage =
     overrides.storage ??
     (config.STORAGE_BACKEND === 's3'
@@ -162,7 +180,7 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
     (config.SMTP_URL
       ? createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM, db: database.db, log: mailLog })
       : createOutboxMailer(database.db, mailLog, { directory: path.join(config.DATA_DIR, 'mail') }));
-  return { queue, pubsub, limiter, storage, mailer };
+  return { queue, pubsub, limiter, eventBuffer, storage, mailer };
 }
 
 /**
@@ -172,13 +190,13 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
 type ServiceJobs = JobsFor<{ 'documents.ingest': { taskId: string }; 'chat.agent-reply': { taskId: string } }>;
 
 function createServices(
-  base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'storage'> & {
+  base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'eventBuffer' | 'storage'> & {
     jobs: ServiceJobs;
     metrics: ServiceMetrics;
   },
   overrides: DepsOverrides = {},
 ) {
-  const { config, log, database, mailer, catalog, plans, pubsub, storage, jobs, metrics } = base;
+  const { config, log, database, mailer, catalog, plans, pubsub, eventBuffer, storage, jobs, metrics } = base;
   const db = database.db;
   // Every 429 of every throttle is counted by its scope, whichever service refused it.
   const limiter = reportingRefusals(base.limiter, metrics.throttled);
@@ -252,6 +270,7 @@ function createServices(
       modelRegistry,
       knowledge,
       streams,
+      eventBuffer,
       jobs,
       log: log.child({ module: 'messages' }),
       metrics,
@@ -294,7 +313,7 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
   if (ownsDatabase) await runMigrations(database, config.DATABASE_URL);
 
   const infrastructure = createInfrastructure(config, log, database, overrides);
-  const { queue, pubsub, limiter, storage, mailer } = infrastructure;
+  const { queue, pubsub, limiter, eventBuffer, storage, mailer } = infrastructure;
   // Filled in below, before any job can run (handlers only run after startWorker).
   const late: { deps?: Deps } = {};
   const metrics = createMetrics();
@@ -317,7 +336,7 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
     },
     maintenance: [{ name: 'expired idempotency keys', run: () => deleteExpiredIdempotencyKeys(database.db, 10_000) }],
   });
-  const base = { config, log, database, mailer, catalog, plans, queue, jobs, pubsub, limiter, storage };
+  const base = { config, log, database, mailer, catalog, plans, queue, jobs, pubsub, limiter, eventBuffer, storage };
   const deps: Deps = {
     ...base,
     metrics,
@@ -328,7 +347,7 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
       // Stops the reconciler and heartbeat; closes the queue (running jobs finish) unless a test brought it.
       await jobs.close({ closeQueue: owned('queue') });
       await Promise.all(
-        (['pubsub', 'limiter', 'storage', 'mailer'] as const)
+        (['pubsub', 'limiter', 'eventBuffer', 'storage', 'mailer'] as const)
           .filter(owned)
           .map((name) => infrastructure[name].close()),
       );

@@ -193,6 +193,10 @@ const envSchema = z.object({
   /** Seconds to wait for streams and jobs to drain on shutdown. */
   /** Seconds between `: ping` comments on an idle event stream. */
   SSE_HEARTBEAT_SECONDS: z.coerce.number().min(0.05).max(300).default(15),
+  /** Seconds a chat stream's events stay available for reattaching after its last event. */
+  STREAM_BUFFER_TTL_SECONDS: z.coerce.number().min(0.1).max(86_400).default(600),
+  /** Events kept per chat stream for reattaching (the oldest go first). */
+  STREAM_BUFFER_MAX_EVENTS: z.coerce.number().int().min(10).max(1_000_000).default(10_000),
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).max(600).default(25),
 });
 

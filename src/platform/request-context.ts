@@ -13,12 +13,28 @@ export interface RequestContext {
    * a job was authorised when the request that queued it was.
    */
   onlyWorkspaceId?: string;
+  /**
+   * The most restrictive throttle counted for this request (lowest remaining allowance), set by
+   * `throttle()`; the response reports it in the RateLimit-* headers.
+   */
+  throttle?: ThrottleState;
+}
+
+export interface ThrottleState {
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
 
 export function runWithRequestContext<T>(context: RequestContext, fn: () => T): T {
   return storage.run(context, fn);
+}
+
+/** The context of the request being served (or whose job is running), if any. */
+export function currentRequestContext(): RequestContext | undefined {
+  return storage.getStore();
 }
 
 /** The id of the request being served (or whose job is running), if any. */
@@ -39,4 +55,18 @@ export function restrictRequestToWorkspace(workspaceId: string): void {
 /** The one workspace the current request may reach, or undefined when it is not restricted. */
 export function requestWorkspaceRestriction(): string | undefined {
   return storage.getStore()?.onlyWorkspaceId;
+}
+
+/**
+ * Remembers a throttle counted for the current request, keeping the most restrictive one when
+ * several apply (lowest remaining; on a tie, the later reset). Outside a request: nothing.
+ */
+export function recordThrottle(state: ThrottleState): void {
+  const store = storage.getStore();
+  if (!store) return;
+  const { limit, remaining, resetSeconds } = state;
+  const current = store.throttle;
+  if (!current || remaining < current.remaining || (remaining === current.remaining && resetSeconds > current.resetSeconds)) {
+    store.throttle = { limit, remaining, resetSeconds };
+  }
 }

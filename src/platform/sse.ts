@@ -1,8 +1,10 @@
 import type { FastifyReply } from 'fastify';
+import { rateLimitHeaders } from './ratelimit/headers.js';
+import { currentRequestContext } from './request-context.js';
 
 /**
- * Server-sent events on a Fastify reply. Each event is `event: NAME` + one `data: JSON` line +
- * a blank line (JSON.stringify never emits a raw newline, so one data line always suffices);
+ * Server-sent events on a Fastify reply. Each event is an optional `id: N` line, `event: NAME`,
+ * one `data: JSON` line and a blank line (JSON.stringify never emits a raw newline, so one data line always suffices);
  * `: ping` comments keep proxies from closing an idle stream.
  *
  * The stream takes over the raw response (`reply.hijack()`), so Fastify's serialisation and
@@ -11,7 +13,10 @@ import type { FastifyReply } from 'fastify';
  * abort generation) and can look at `closed`.
  */
 export interface EventStream {
-  send(event: string, data: unknown): void;
+  /** Sends an event; with `id`, an `id:` line first (what the client reattaches with, `Last-Event-ID`). */
+  send(event: string, data: unknown, id?: number): void;
+  /** `send` for data that is already JSON text. */
+  sendEncoded(event: string, json: string, id?: number): void;
   /** Ends the response (idempotent). */
   end(): void;
   /** True once the client disconnected or `end` was called. */
@@ -35,6 +40,8 @@ export function openEventStream(reply: FastifyReply, options: EventStreamOptions
     if (value !== undefined) headers[name.toLowerCase()] = value;
   };
   for (const [name, value] of Object.entries(reply.getHeaders())) set(name, value);
+  // Hijacked: the onSend hook that adds these to every other answer does not run.
+  for (const [name, value] of Object.entries(rateLimitHeaders(currentRequestContext()))) set(name, value);
   for (const [name, value] of Object.entries({
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-cache, no-transform',
@@ -63,8 +70,11 @@ export function openEventStream(reply: FastifyReply, options: EventStreamOptions
   }
 
   return {
-    send(event, data) {
-      write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    send(event, data, id) {
+      this.sendEncoded(event, JSON.stringify(data), id);
+    },
+    sendEncoded(event, json, id) {
+      write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${json}\n\n`);
     },
     end() {
       clearInterval(heartbeat);

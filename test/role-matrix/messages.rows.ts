@@ -17,7 +17,8 @@ export async function stopModelFake() {
 
 /**
  * A public chat owned by the plain member (so everyone in the workspace can read it), shared
- * with member2, holding one user message by the member, its reply and an agent task.
+ * with member2, holding one user message by the member, its reply (of stream `matrix-stream`) and
+ * an agent task.
  */
 async function publicChat(w: World) {
   const chats = w.t.deps.services.chats;
@@ -35,7 +36,14 @@ async function publicChat(w: World) {
     .returning();
   const [answer] = await db
     .insert(messages)
-    .values({ sessionId: chat.id, role: 'assistant', content: 'Answer.', parentId: question!.id, aiModel: chat.ai_model })
+    .values({
+      sessionId: chat.id,
+      role: 'assistant',
+      content: 'Answer.',
+      parentId: question!.id,
+      aiModel: chat.ai_model,
+      streamId: 'matrix-stream',
+    })
     .returning();
   const [task] = await db
     .insert(agentTasks)
@@ -56,6 +64,12 @@ export const messagesRows: MatrixRow[] = [
     route: 'POST /api/workspaces/:ws/chats/:session/messages/stream/',
     request: async (w) => ({ url: `${(await publicChat(w)).base}stream/`, body: { content: 'Hi' } }),
     expect: writers(200),
+  },
+  {
+    // Reattaching is reading: the saved reply's stream answers its `done`.
+    route: 'GET /api/workspaces/:ws/chats/:session/messages/stream/:stream_id/',
+    request: async (w) => ({ url: `${(await publicChat(w)).base}stream/matrix-stream/` }),
+    expect: readers,
   },
   {
     route: 'POST /api/workspaces/:ws/chats/:session/messages/stream/stop/',

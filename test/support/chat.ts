@@ -53,9 +53,17 @@ export interface SseEvent {
 
 /** Parses an event-stream body into events (comment lines such as `: ping` are skipped). */
 export function parseSse(body: string): SseEvent[] {
-  const events: SseEvent[] = [];
-  for (const block of body.split(/\r?\n\r?\n/)) {
+  return parseSseWithIds(body).map(({ event, data }) => ({ event, data }));
+}
+
+/** `parseSse` keeping each event's `id:` (undefined when it has none). */
+export function parseSseWithIds(body: string): Array<SseEvent & { id: string | undefined }> {
+  const events: Array<SseEvent & { id: string | undefined }> = [];
+  // Only complete events (a block still arriving is left for the next look).
+  const blocks = body.split(/\r?\n\r?\n/);
+  for (const block of blocks.slice(0, -1)) {
     let event = 'message';
+    let id: string | undefined;
     const data: string[] = [];
     for (const line of block.split(/\r?\n/)) {
       if (!line || line.startsWith(':')) continue;
@@ -64,8 +72,9 @@ export function parseSse(body: string): SseEvent[] {
       const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
       if (field === 'event') event = value;
       else if (field === 'data') data.push(value);
+      else if (field === 'id') id = value;
     }
-    if (data.length) events.push({ event, data: JSON.parse(data.join('\n')) });
+    if (data.length) events.push({ event, data: JSON.parse(data.join('\n')), id });
   }
   return events;
 }
@@ -106,19 +115,19 @@ export interface HttpStream {
   destroy(): void;
 }
 
-/** POSTs JSON over real HTTP and exposes the response as it streams in. */
+/** POSTs JSON (or GETs) over real HTTP and exposes the response as it streams in. */
 export function openHttpStream(
   baseUrl: string,
   path: string,
-  options: { as?: { token: string }; body?: unknown; headers?: Record<string, string> } = {},
+  options: { as?: { token: string }; body?: unknown; headers?: Record<string, string>; method?: 'GET' | 'POST' } = {},
 ): Promise<HttpStream> {
-  const payload = JSON.stringify(options.body ?? {});
+  const method = options.method ?? 'POST';
+  const payload = method === 'GET' ? '' : JSON.stringify(options.body ?? {});
   return new Promise((resolve, reject) => {
     const req = httpRequest(`${baseUrl}${path}`, {
-      method: 'POST',
+      method,
       headers: {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(payload),
+        ...(method === 'GET' ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
         accept: 'text/event-stream',
         ...(options.as ? { authorization: `Bearer ${options.as.token}` } : {}),
         ...options.headers,

@@ -16,7 +16,12 @@ export interface AgentInput {
   messages: ModelMessage[];
   call: BuiltCallSettings;
   abortSignal: AbortSignal;
-  /** Present when the chat has knowledge bases attached and the model can call tools. */
+  /** The user's message this run answers (what `direct` searches the knowledge bases for). */
+  query: string;
+  /**
+   * Present when the chat has knowledge bases attached and the framework can use them (`tools`:
+   * the model can call tools; `direct`: always).
+   */
   searchKnowledge: ((query: string) => Promise<KnowledgeHit[]>) | null;
   onEvent: (event: AgentEvent) => void;
 }
@@ -31,6 +36,8 @@ export interface AgentResult {
 
 export interface AgentFramework {
   readonly name: AgentFrameworkName;
+  /** Whether it reaches attached knowledge through a tool call (so only on models with tools). */
+  readonly searchesThroughTools: boolean;
   run(input: AgentInput): Promise<AgentResult>;
 }
 
@@ -45,6 +52,13 @@ export class ModelCallError extends Error {
 const MAX_TOOL_STEPS = 5;
 const SEARCH_RESULTS = 6;
 
+const toSource = (hit: KnowledgeHit): MessageSource => ({
+  document_id: hit.document_id,
+  document_name: hit.document_name,
+  chunk_id: hit.chunk_id,
+  score: hit.score,
+});
+
 function knowledgeTools(search: (query: string) => Promise<KnowledgeHit[]>, sources: Map<string, MessageSource>): ToolSet {
   return {
     search_knowledge_base: tool({
@@ -55,14 +69,7 @@ function knowledgeTools(search: (query: string) => Promise<KnowledgeHit[]>, sour
         const hits = (await search(query)).slice(0, SEARCH_RESULTS);
         for (const hit of hits) {
           const known = sources.get(hit.chunk_id);
-          if (!known || known.score < hit.score) {
-            sources.set(hit.chunk_id, {
-              document_id: hit.document_id,
-              document_name: hit.document_name,
-              chunk_id: hit.chunk_id,
-              score: hit.score,
-            });
-          }
+          if (!known || known.score < hit.score) sources.set(hit.chunk_id, toSource(hit));
         }
         return hits.map((hit) => ({
           chunk_id: hit.chunk_id,
@@ -155,18 +162,42 @@ async function runStream(input: AgentInput, tools: ToolSet | undefined, maxSteps
   return { text, usage, stopped };
 }
 
-/** `direct`: one model call, no tools. */
+/**
+ * The system prompt of a `direct` run with retrieved chunks: the chat's own prompt first, then the
+ * excerpts, numbered, each with its document (and page) so the model can cite them.
+ */
+export function withKnowledgeContext(system: string | undefined, hits: KnowledgeHit[]): string | undefined {
+  if (!hits.length) return system;
+  const excerpts = hits.map((hit, index) => {
+    const where = hit.page ? `${hit.document_name}, page ${hit.page}` : hit.document_name;
+    return `[${index + 1}] (${where})\n${hit.content}`;
+  });
+  const context =
+    'Excerpts from the knowledge bases attached to this chat, retrieved for the latest message. ' +
+    'Use them when they are relevant and cite them by number.\n\n' +
+    excerpts.join('\n\n');
+  return system ? `${system}\n\n${context}` : context;
+}
+
+/**
+ * `direct`: one model call, no tools. With knowledge bases attached it searches them once for the
+ * user's message, before the call, puts the best chunks into the system prompt and cites them.
+ */
 const direct: AgentFramework = {
   name: 'direct',
+  searchesThroughTools: false,
   async run(input) {
-    const outcome = await runStream(input, undefined, 1);
-    return { ...outcome, sources: [] };
+    const query = input.query.trim();
+    const hits = input.searchKnowledge && query ? (await input.searchKnowledge(query)).slice(0, SEARCH_RESULTS) : [];
+    const outcome = await runStream({ ...input, system: withKnowledgeContext(input.system, hits) }, undefined, 1);
+    return { ...outcome, sources: hits.map(toSource).sort((a, b) => b.score - a.score) };
   },
 };
 
 /** `tools` (default): a multi-step tool loop with `search_knowledge_base` when knowledge is attached. */
 const tools: AgentFramework = {
   name: 'tools',
+  searchesThroughTools: true,
   async run(input) {
     const sources = new Map<string, MessageSource>();
     const toolSet = input.searchKnowledge ? knowledgeTools(input.searchKnowledge, sources) : undefined;

@@ -176,3 +176,19 @@ describe('the client IP behind proxies (TRUST_PROXY)', () => {
     expectThrottled(await attempt(behindProxy, '192.0.2.200', '198.51.100.251'));
   });
 });
+
+describe('RateLimit headers with two throttles', () => {
+  it('report the more restrictive of the IP and address counters', async () => {
+    const ip = freshIp();
+    const [first, second] = [await newUser(t), await newUser(t)];
+    const remaining = (res: LightMyRequestResponse) => [res.headers['ratelimit-limit'], res.headers['ratelimit-remaining']];
+    // One IP, two addresses: the IP's allowance (9, then 8 left) is the lower.
+    expect(remaining(await post('/auth/token/login/', { email: first.email, password: 'wrong' }, ip))).toEqual(['10', '9']);
+    expect(remaining(await post('/auth/token/login/', { email: second.email, password: 'wrong' }, ip))).toEqual(['10', '8']);
+    // A fresh IP for an address already tried once: the address's (7 left after its third try) is the lower.
+    await post('/auth/token/login/', { email: first.email, password: 'wrong' }, freshIp());
+    const res = await post('/auth/token/login/', { email: first.email, password: TEST_PASSWORD }, freshIp());
+    expect(res.statusCode).toBe(200);
+    expect(remaining(res)).toEqual(['10', '7']);
+  });
+});

@@ -108,12 +108,15 @@ export const messages = pgTable(
     usage: jsonb('usage').$type<MessageUsage>(),
     aiModel: text('ai_model'),
     sources: jsonb('sources').$type<MessageSource[]>().notNull().default([]),
+    /** A reply's stream (the client's `stream_id` or the generated one): reattaching finds it by this. */
+    streamId: text('stream_id'),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
   (t) => [
     index('messages_session_idx').on(t.sessionId, t.createdAt),
     index('messages_parent_idx').on(t.parentId),
+    index('messages_stream_idx').on(t.sessionId, t.streamId),
     check('messages_role_check', sql`${t.role} in ('user', 'assistant')`),
     check('messages_rating_check', sql`${t.rating} is null or ${t.rating} in ('up', 'down')`),
   ],

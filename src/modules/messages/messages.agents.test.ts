@@ -66,6 +66,7 @@ describe('agent frameworks', () => {
     ];
     const reply = (await messageRows(t, w.chat.id)).find((r) => r.id === done.message_id)!;
     expect(reply).toMatchObject({ content: 'You get 25 days and may carry over 5.', sources });
+    expect(done.sources).toEqual(sources);
     expect((await t.get(`${w.base}${done.message_id}/`, w.alice)).json().sources).toEqual(sources);
 
     const ledger = await ledgerRows(t, w.ws.id);
@@ -96,18 +97,56 @@ describe('agent frameworks', () => {
     expect(fake.requestsTo('openai.chat')[0]!.body).not.toHaveProperty('tools');
   });
 
-  it('direct: one model call with no tools, even with knowledge attached', async () => {
+  it('direct with knowledge: one search for the message, the chunks in the prompt, cited in done and the reply', async () => {
+    searches.length = 0;
+    const w = await chatWorld(t, { agent_framework: 'direct', system_prompt: 'Be brief.' });
+    withKnowledge.add(w.chat.id);
+    fake.enqueue({ text: 'Twenty-five days [1].' });
+    const { events, done } = await injectStream(t, `${w.base}stream/`, { content: 'How much vacation?' }, w.alice);
+    expect(events.filter((e) => e.event === 'tool')).toEqual([]);
+    expect(deltaText(events)).toBe('Twenty-five days [1].');
+    // Retrieved once, before the call, with the user's message.
+    expect(searches).toEqual([{ workspaceId: w.ws.id, chatId: w.chat.id, query: 'How much vacation?', limit: 6 }]);
+    expect(fake.requests).toHaveLength(1);
+    const body = fake.requests[0]!.body;
+    expect(body).not.toHaveProperty('tools');
+    expect(body.messages[0]).toEqual({
+      role: 'system',
+      content:
+        'Be brief.\n\n' +
+        'Excerpts from the knowledge bases attached to this chat, retrieved for the latest message. ' +
+        'Use them when they are relevant and cite them by number.\n\n' +
+        '[1] (Handbook.pdf, page 4)\nVacation: 25 days a year.\n\n' +
+        '[2] (Policy.md)\nCarry over up to 5 days.',
+    });
+    expect(body.messages.at(-1)).toEqual({ role: 'user', content: 'How much vacation?' });
+    const sources = [
+      { document_id: 'doc-2', document_name: 'Policy.md', chunk_id: 'chunk-9', score: 0.83 },
+      { document_id: 'doc-1', document_name: 'Handbook.pdf', chunk_id: 'chunk-2', score: 0.61 },
+    ];
+    expect(done.sources).toEqual(sources);
+    expect((await messageRows(t, w.chat.id)).find((r) => r.id === done.message_id)!.sources).toEqual(sources);
+    expect((await t.get(`${w.base}${done.message_id}/`, w.alice)).json().sources).toEqual(sources);
+  });
+
+  it('direct without knowledge: no search, the prompt unchanged, no sources', async () => {
     searches.length = 0;
     const w = await chatWorld(t, { agent_framework: 'direct' });
-    withKnowledge.add(w.chat.id);
     fake.enqueue({ text: 'Straight answer.' });
-    const { events, done } = await injectStream(t, `${w.base}stream/`, { content: 'Vacation?' }, w.alice);
-    expect(events.filter((e) => e.event === 'tool')).toEqual([]);
-    expect(deltaText(events)).toBe('Straight answer.');
-    expect(fake.requests).toHaveLength(1);
-    expect(fake.requests[0]!.body).not.toHaveProperty('tools');
-    expect(fake.requests[0]!.body).not.toHaveProperty('tool_choice');
+    const { done } = await injectStream(t, `${w.base}stream/`, { content: 'Vacation?' }, w.alice);
     expect(searches).toEqual([]);
-    expect((await messageRows(t, w.chat.id)).find((r) => r.id === done.message_id)!.sources).toEqual([]);
+    expect(fake.requests[0]!.body.messages.map((m: { role: string }) => m.role)).toEqual(['user']);
+    expect(done.sources).toEqual([]);
+  });
+
+  it('done carries the sources on regenerate and edit streams too', async () => {
+    const w = await chatWorld(t, { agent_framework: 'direct' });
+    withKnowledge.add(w.chat.id);
+    const first = await injectStream(t, `${w.base}stream/`, { content: 'Vacation?' }, w.alice);
+    const userMessageId = first.done.user_message_id as string;
+    const regenerated = await injectStream(t, `${w.base}regenerate/stream/`, { user_message_id: userMessageId }, w.alice);
+    expect(regenerated.done.sources.map((s: { chunk_id: string }) => s.chunk_id)).toEqual(['chunk-9', 'chunk-2']);
+    const edited = await injectStream(t, `${w.base}${userMessageId}/edit/stream/`, { content: 'Carry over?' }, w.alice);
+    expect(edited.done.sources.map((s: { chunk_id: string }) => s.chunk_id)).toEqual(['chunk-9', 'chunk-2']);
   });
 });

@@ -28,6 +28,17 @@ export async function findMessage(db: DbOrTx, chatId: string, messageId: string)
   return row;
 }
 
+/** The newest saved reply of a stream (a stream id may be reused: the latest use). */
+export async function findReplyOfStream(db: DbOrTx, chatId: string, streamId: string): Promise<MessageRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(messages)
+    .where(and(eq(messages.sessionId, chatId), eq(messages.streamId, streamId), eq(messages.role, 'assistant')))
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(1);
+  return row;
+}
+
 /** The newest reply of the chat, under which a new user message hangs. */
 export async function findNewestReply(db: DbOrTx, chatId: string): Promise<MessageRow | undefined> {
   const [row] = await db

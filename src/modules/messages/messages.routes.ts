@@ -20,12 +20,22 @@ import {
   messageOut,
   messagePathParams,
   regenerateBody,
+  reattachHeaders,
+  reattachQuery,
   sendBody,
   stopBody,
+  streamPathParams,
   taskPathParams,
   updateMessageBody,
 } from './messages.schemas.js';
-import { messageErrors, type MessagesService, replyFailureDetail, type Turn, toMessageOut } from './messages.service.js';
+import {
+  doneEventData,
+  messageErrors,
+  type MessagesService,
+  replyFailureDetail,
+  type Turn,
+  toMessageOut,
+} from './messages.service.js';
 
 const tags = ['messages'];
 const base = '/api/workspaces/:ws/chats/:session/messages';
@@ -76,27 +86,31 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     }
     const stream = openEventStream(reply, { headers: { 'X-Stream-Id': turn.streamId }, heartbeatMs: options.heartbeatMs });
     const closed = options.metrics.streamOpened();
+    // Every event is numbered and buffered, so a client that loses the connection can reattach
+    // (GET stream/{stream_id}/); generation goes on whether or not this client stays.
+    const recorder = messages.recordStream(turn);
+    const send = (event: string, data: unknown) => {
+      const recorded = recorder.record(event, data);
+      stream.sendEncoded(recorded.event, recorded.data, recorded.id);
+    };
     try {
       const result = await messages.generate(turn, (event) => {
-        if (event.type === 'delta') stream.send('delta', { text: event.text });
-        else stream.send('tool', { id: event.id, name: event.name, status: event.status });
+        if (event.type === 'delta') send('delta', { text: event.text });
+        else send('tool', { id: event.id, name: event.name, status: event.status });
       });
-      stream.send('done', {
-        message_id: result.reply.id,
-        user_message_id: result.userMessage.id,
-        usage: result.usage,
-        stopped: result.stopped,
-      });
+      send('done', doneEventData(result.reply));
     } catch (error) {
       // The model's failure was logged by the service; a dependency fault is logged without the
       // SQL (faultLogFields), anything else in full.
       const detail = replyFailureDetail(error);
       if (detail === SERVICE_UNAVAILABLE_DETAIL) request.log.warn(faultLogFields(error), 'streaming reply failed: dependency unavailable');
       else if (!(error instanceof ModelCallError)) request.log.error({ err: error }, 'streaming reply failed');
-      stream.send('error', { detail });
+      send('error', { detail });
     } finally {
       // Closed before we ended it: the client went away (the reply was still generated and saved).
       if (stream.closed) options.metrics.clientDisconnected();
+      // The end reaches the buffer before this client sees the stream end.
+      await recorder.flush();
       stream.end();
       closed();
     }
@@ -120,6 +134,45 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
       const { ws, session } = request.params;
       await messages.stop(currentUser(request).id, ws, session, request.body.stream_id);
       return reply.code(202).send({ detail: 'Stop requested.' });
+    },
+  );
+
+  app.get(
+    `${base}/stream/:stream_id/`,
+    {
+      schema: {
+        tags,
+        summary: 'Reattach to a stream',
+        description:
+          'Replays the events of a stream after `Last-Event-ID` (header, or `last_event_id`), or from the start, then ' +
+          'follows it live until `done` or `error`. After the end it answers at once; once the buffer has expired, a ' +
+          '`done` rebuilt from the saved reply. For anyone who may read the chat; 404 otherwise and for an unknown stream.',
+        params: streamPathParams,
+        querystring: reattachQuery,
+        headers: reattachHeaders,
+        produces: ['text/event-stream'],
+      },
+    },
+    async (request, reply) => {
+      const { ws, session, stream_id } = request.params;
+      const lastEventId = request.headers['last-event-id'] ?? request.query.last_event_id ?? 0;
+      const clientGone = new AbortController();
+      const events = await messages.reattach(currentUser(request).id, ws, session, stream_id, lastEventId, clientGone.signal);
+      const stream = openEventStream(reply, { headers: { 'X-Stream-Id': stream_id }, heartbeatMs: options.heartbeatMs });
+      reply.raw.on('close', () => clientGone.abort());
+      try {
+        for await (const event of events) {
+          if (stream.closed) break;
+          stream.sendEncoded(event.event, event.data, event.id);
+        }
+      } catch (error) {
+        const detail = replyFailureDetail(error);
+        request.log.warn(faultLogFields(error), 'reattached stream failed');
+        stream.send('error', { detail });
+      } finally {
+        stream.end();
+      }
+      return reply;
     },
   );
 

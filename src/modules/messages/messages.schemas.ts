@@ -18,6 +18,17 @@ export const streamId = z
   .max(64, 'stream_id is at most 64 characters.')
   .regex(/^[A-Za-z0-9_-]+$/, 'stream_id may contain only letters, digits, "-" and "_".');
 
+export const streamPathParams = z.object({ ws: pathId, session: pathId, stream_id: streamId });
+
+/** An event id (`id:` of the stream's events): a whole number; 0 or absent replays from the start. */
+const eventId = z
+  .string()
+  .regex(/^\d{1,15}$/, 'An event id is a whole number.')
+  .transform(Number);
+export const reattachQuery = z.object({ last_event_id: eventId.optional() });
+/** Other headers pass through untouched (authentication reads them). */
+export const reattachHeaders = z.looseObject({ 'last-event-id': eventId.optional() });
+
 export const sendBody = z.object({
   role: z.literal('user').default('user'),
   content: z.string().max(MAX_MESSAGE_CHARS),

@@ -42,7 +42,12 @@ import { canDeleteMessage, canEditMessage, canRateMessage, canRegenerate } from 
 import * as repo from './messages.repo.js';
 import { type AgentTaskOut, type MessageOut, sendBody, type SendInput } from './messages.schemas.js';
 import type { StreamControl } from './stream-control.js';
+import type { EventBuffer } from '../../platform/event-buffer/port.js';
+import { createStreamRecorder, isTerminal, type StreamEvent, streamBufferKey } from './stream-replay.js';
 import { newId } from '../../db/columns.js';
+
+/** Chunks one knowledge search returns (the `tools` search and `direct`'s retrieval alike). */
+const KNOWLEDGE_SEARCH_LIMIT = 6;
 
 export function toMessageOut(row: repo.MessageRow): MessageOut {
   return {
@@ -76,6 +81,15 @@ export interface Turn {
   replyId?: string;
 }
 
+/** The `done` event's data: the same whether streamed live, replayed, or rebuilt from the saved reply. */
+export function doneEventData(reply: repo.MessageRow) {
+  return { message_id: reply.id, user_message_id: reply.parentId, usage: reply.usage, stopped: reply.stopped, sources: reply.sources };
+}
+
+/** Longest one wait for new events of a followed stream; the follower then checks its client is still there. */
+const FOLLOW_WAIT_MS = 2000;
+const STREAM_GONE_DETAIL = 'The stream is no longer available; fetch the chat\'s messages.';
+
 export interface GenerationResult {
   reply: repo.MessageRow;
   userMessage: repo.MessageRow;
@@ -96,6 +110,7 @@ export const messageErrors = {
     new ValidationError('Only assistant messages can be rated.', { rating: ['Only assistant messages can be rated.'] }, 'not_rateable'),
   emptyMessage: () => new ValidationError('The message is empty.', { content: ['Write something or attach a file.'] }),
   taskNotFound: () => new NotFoundError('Task not found.'),
+  streamNotFound: () => new NotFoundError('Stream not found.', 'stream_not_found'),
   /** The JSON endpoints' counterpart of the stream's `error` event: generic, details in the log. */
   modelFailed: () => new AppError(502, 'model_failed', GENERIC_MODEL_FAILURE),
 };
@@ -140,6 +155,8 @@ export interface MessagesServiceDeps {
   modelRegistry: ModelRegistry;
   knowledge: KnowledgeSearch;
   streams: StreamControl;
+  /** Recent events of streams, for clients that reattach. */
+  eventBuffer: EventBuffer;
   /** Records the background reply of an agent task in the task's own transaction. */
   jobs: JobsFor<{ 'chat.agent-reply': { taskId: string } }>;
   log: Logger;
@@ -147,7 +164,7 @@ export interface MessagesServiceDeps {
 }
 
 export function createMessagesService(deps: MessagesServiceDeps) {
-  const { db, config, plans, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, jobs, log, metrics } = deps;
+  const { db, config, plans, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, jobs, log, metrics } = deps;
 
   /** Plan, provider and credit checks shared by every model-calling endpoint. */
   async function admitModelCall(access: ChatAccess, estimateText: string) {
@@ -238,7 +255,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       try {
         const path = await repo.findPath(db, userMessage.id);
         const messages = await toModelMessages(path, model);
-        const hasKnowledge = model.supports_tools && (await knowledge.hasKnowledge(chat.id));
+        const framework = agentFramework(chat.agentFramework);
+        const hasKnowledge = (model.supports_tools || !framework.searchesThroughTools) && (await knowledge.hasKnowledge(chat.id));
         let outcome;
         try {
           outcome = await withSpan(
@@ -248,14 +266,15 @@ export function createMessagesService(deps: MessagesServiceDeps) {
               attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': model.provider, 'gen_ai.request.model': model.id },
             },
             async (span) => {
-              const result = await agentFramework(chat.agentFramework).run({
+              const result = await framework.run({
                 model: modelRegistry.languageModel(model.id),
                 system: chat.systemPrompt || undefined,
                 messages,
                 call: buildCallSettings(model, { temperature: chat.temperature, model_parameters: chat.modelParameters }),
                 abortSignal: signal,
+                query: userMessage.content,
                 searchKnowledge: hasKnowledge
-                  ? (query) => knowledge.search({ workspaceId: chat.workspaceId, chatId: chat.id, query, limit: 6 })
+                  ? (query) => knowledge.search({ workspaceId: chat.workspaceId, chatId: chat.id, query, limit: KNOWLEDGE_SEARCH_LIMIT })
                   : null,
                 onEvent: onAgentEvent,
               });
@@ -288,6 +307,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
           usage,
           aiModel: model.id,
           sources: outcome.sources,
+          streamId: turn.streamId,
         });
         await credit.settle(reservation, {
           kind: 'chat',
@@ -331,8 +351,74 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     }
   }
 
+  /**
+   * The events of a buffered stream after `afterId`, then live ones until `done` or `error`. The
+   * first read (the whole buffer) happened in `reattach`; `signal` ends the wait when the client
+   * has gone.
+   */
+  async function* follow(
+    key: string,
+    chatId: string,
+    streamId: string,
+    afterId: number,
+    first: StreamEvent[],
+    signal: AbortSignal,
+  ): AsyncGenerator<StreamEvent> {
+    let last = afterId;
+    let events: StreamEvent[] | null = first;
+    while (!signal.aborted) {
+      if (events === null) {
+        // Expired mid-way (its process died, say): the saved reply if there is one.
+        const reply = await repo.findReplyOfStream(db, chatId, streamId);
+        if (reply) yield { event: 'done', data: JSON.stringify(doneEventData(reply)) } satisfies StreamEvent;
+        else yield { event: 'error', data: JSON.stringify({ detail: STREAM_GONE_DETAIL }) } satisfies StreamEvent;
+        return;
+      }
+      for (const event of events) {
+        if (event.id! <= last) continue;
+        last = event.id!;
+        yield event;
+        if (isTerminal(event)) return;
+      }
+      events = await eventBuffer.read(key, last, FOLLOW_WAIT_MS);
+    }
+  }
+
   return {
     generate,
+
+    /** Numbers a turn's events and buffers them for reattaching (see stream-replay.ts). */
+    recordStream(turn: Turn) {
+      return createStreamRecorder(eventBuffer, streamBufferKey(turn.access.chat.id, turn.streamId), log);
+    },
+
+    /**
+     * Reattaching to a stream: open to whoever may read the chat (404 otherwise, as everywhere).
+     * Buffered: its events after `afterId`, then live ones until the end; a client that already
+     * has the end gets nothing more. Expired but the reply is saved: a `done` rebuilt from it
+     * (no event id). Neither: 404 `stream_not_found`.
+     */
+    async reattach(
+      userId: number,
+      workspaceId: string,
+      chatId: string,
+      streamId: string,
+      afterId: number,
+      signal: AbortSignal,
+    ): Promise<AsyncGenerator<StreamEvent>> {
+      const { chat } = await loadChat(db, workspaceId, chatId, userId, 'read');
+      const key = streamBufferKey(chat.id, streamId);
+      const buffered = await eventBuffer.read(key, 0, 0);
+      if (buffered === null) {
+        const reply = await repo.findReplyOfStream(db, chat.id, streamId);
+        if (!reply) throw messageErrors.streamNotFound();
+        return (async function* (): AsyncGenerator<StreamEvent> {
+          yield { event: 'done', data: JSON.stringify(doneEventData(reply)) } satisfies StreamEvent;
+        })();
+      }
+      const ended = buffered.some((event) => isTerminal(event) && event.id <= afterId);
+      return follow(key, chat.id, streamId, afterId, ended ? [] : buffered, ended ? AbortSignal.abort() : signal);
+    },
 
     /** A new user message (JSON or multipart) under the newest reply, ready for the model. */
     async startSend(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<IncomingPart>) {

@@ -38,6 +38,7 @@ describe('streamed send', () => {
       user_message_id: expect.any(String),
       usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 },
       stopped: false,
+      sources: [],
     });
 
     const rows = await messageRows(t, w.chat.id);

@@ -29,16 +29,26 @@ function createLimiter(
       await hooks.beforeConsume?.();
       try {
         const result = await limiter.consume(key, 1);
-        return { allowed: true, remaining: result.remainingPoints, retryAfterSeconds: 0 } satisfies RateDecision;
+        return {
+          allowed: true,
+          limit: parsed.points,
+          remaining: result.remainingPoints,
+          retryAfterSeconds: 0,
+          resetSeconds: secondsUntil(result.msBeforeNext),
+        } satisfies RateDecision;
       } catch (rejection) {
         // rate-limiter-flexible rejects with a RateLimiterRes when over the limit, an Error otherwise.
         if (!(rejection instanceof RateLimiterRes)) throw rejection;
-        return { allowed: false, remaining: 0, retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)) };
+        const wait = secondsUntil(rejection.msBeforeNext);
+        return { allowed: false, limit: parsed.points, remaining: 0, retryAfterSeconds: wait, resetSeconds: wait };
       }
     },
     close: hooks.close,
   };
 }
+
+/** Whole seconds, rounded up, at least 1: a window that ends in 200 ms is not over yet. */
+const secondsUntil = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 const rateId = (rate: ParsedRate) => `${rate.points}-${rate.durationSeconds}`;
 const keyPrefix = (prefix: string, rate: ParsedRate) => `${prefix}:rl:${rateId(rate)}`;

@@ -3,10 +3,14 @@ export type RateString = string;
 
 export interface RateDecision {
   allowed: boolean;
+  /** Calls the rate allows per window. */
+  limit: number;
   /** Calls left in the current window after this one. */
   remaining: number;
   /** Seconds until the next call would be allowed (0 when allowed). */
   retryAfterSeconds: number;
+  /** Whole seconds until the current window ends and the allowance is full again (at least 1). */
+  resetSeconds: number;
 }
 
 /**

@@ -96,6 +96,8 @@ describe.each(adapters)('rate limiter contract: $kind', ({ kind, skip, sharing }
         [false, 0],
       ]);
       expect(decisions.slice(0, 3).every((d) => d.retryAfterSeconds === 0)).toBe(true);
+      // The limit and the time left in the window, on every decision.
+      expect(decisions.every((d) => d.limit === 3 && d.resetSeconds >= 50 && d.resetSeconds <= 60)).toBe(true);
       expect(decisions[3]!.retryAfterSeconds).toBeGreaterThanOrEqual(50);
       expect(decisions[3]!.retryAfterSeconds).toBeLessThanOrEqual(60);
     });
@@ -124,9 +126,9 @@ describe.each(adapters)('rate limiter contract: $kind', ({ kind, skip, sharing }
       expect((await limiter.consume('burst', '2/second')).allowed).toBe(true);
       expect((await limiter.consume('burst', '2/second')).allowed).toBe(true);
       const refused = await limiter.consume('burst', '2/second');
-      expect(refused).toEqual({ allowed: false, remaining: 0, retryAfterSeconds: 1 });
+      expect(refused).toEqual({ allowed: false, limit: 2, remaining: 0, retryAfterSeconds: 1, resetSeconds: 1 });
       await new Promise((resolve) => setTimeout(resolve, 1100));
-      expect(await limiter.consume('burst', '2/second')).toEqual({ allowed: true, remaining: 1, retryAfterSeconds: 0 });
+      expect(await limiter.consume('burst', '2/second')).toEqual({ allowed: true, limit: 2, remaining: 1, retryAfterSeconds: 0, resetSeconds: 1 });
     });
 
     it('throttle() passes within the rate and throws ThrottledError (429, Retry-After) beyond it', async () => {

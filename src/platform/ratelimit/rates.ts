@@ -1,4 +1,5 @@
 import { ThrottledError } from '../errors.js';
+import { recordThrottle } from '../request-context.js';
 import type { RateDecision, RateLimiter, RateString } from './port.js';
 
 export interface ParsedRate {
@@ -37,7 +38,8 @@ export function parseRate(rate: RateString): ParsedRate {
 
 /**
  * Counts one call of `userId` against a throttle scope (such as `chat_messages`) and throws
- * ThrottledError (429 with Retry-After) when it is over `rate`.
+ * ThrottledError (429 with Retry-After) when it is over `rate`. The decision is recorded in the
+ * request context, so that the response carries the RateLimit-* headers.
  */
 export async function throttle(
   limiter: RateLimiter,
@@ -46,6 +48,8 @@ export async function throttle(
   rate: RateString,
 ): Promise<RateDecision> {
   const decision = await limiter.consume(`${scope}:${userId}`, rate, scope);
+  // The response reports it (RateLimit-* headers, platform/ratelimit/headers.ts); the caller never sees HTTP.
+  recordThrottle(decision);
   if (!decision.allowed) throw new ThrottledError(decision.retryAfterSeconds);
   return decision;
 }
