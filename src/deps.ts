@@ -292,6 +292,7 @@ function createServices(
       limiter,
       modelRegistry,
       log: log.child({ module: 'speech' }),
+      metrics,
     }),
   };
 }

@@ -22,6 +22,13 @@ afterAll(async () => {
 });
 const t = useTestApp(env);
 
+/** model_calls_total for one kind/model/outcome, read from the app's own registry. */
+async function modelCalls(app: TestApp, labels: { kind: string; model: string; outcome: string }): Promise<number> {
+  const metric = await app.deps.metrics.registry.getSingleMetric('model_calls_total')!.get();
+  const match = metric.values.find((v) => Object.entries(labels).every(([key, value]) => v.labels[key] === value));
+  return match?.value ?? 0;
+}
+
 async function setup(app: TestApp = t) {
   fake.reset();
   const owner = await newUser(app);
@@ -44,8 +51,11 @@ describe('operator-chosen models', () => {
   it('transcribes with TRANSCRIPTION_MODEL and bills the length estimated from the file when no duration comes back', async () => {
     const { member, ws } = await setup();
     fake.enqueueTranscription({ text: 'Hallo.' });
+    const calls = { kind: 'transcription', model: 'gpt-4o-mini-transcribe', outcome: 'ok' };
+    const before = await modelCalls(t, calls);
     const res = await transcribeRequest(t, ws.id, member, 32_000 * 2 + 44);
     expect(res.statusCode, res.body).toBe(200);
+    expect(await modelCalls(t, calls)).toBe(before + 1);
     // No duration or segments from this model; the language is the caller's hint.
     expect(res.json()).toEqual({ text: 'Hallo.', language: 'de' });
     expect(fake.requests[0]!.body.fields).toMatchObject({ model: 'gpt-4o-mini-transcribe', response_format: 'json', language: 'de' });
@@ -57,8 +67,11 @@ describe('operator-chosen models', () => {
   it('translates with TRANSLATION_MODEL whatever the plan, without a temperature the model refuses', async () => {
     const { member, ws } = await setup();
     fake.enqueue({ text: 'Hallo' });
+    const calls = { kind: 'translation', model: 'gpt-5-mini', outcome: 'ok' };
+    const before = await modelCalls(t, calls);
     const res = await t.post(`/api/workspaces/${ws.id}/translate/`, { text: 'Hello', target_language: 'German' }, member);
     expect(res.statusCode, res.body).toBe(200);
+    expect(await modelCalls(t, calls)).toBe(before + 1);
     expect(res.json()).toEqual({ translated_text: 'Hallo', target_language: 'de', model: 'gpt-5-mini' });
     const [request] = fake.requests;
     expect(request!.model).toBe('gpt-5-mini');

@@ -20,6 +20,7 @@ import {
   type ProviderOptions,
 } from '../models/call-settings.js';
 import { type ModelCatalog, tokenCost } from '../models/catalog.js';
+import type { ServiceMetrics } from '../../platform/metrics.js';
 import type { ChatModel } from '../models/models.schemas.js';
 import { type ModelRegistry, parseModelSpec, type ResolvedTranscriptionModel } from '../models/providers.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/workspaces.access.js';
@@ -85,10 +86,11 @@ export interface SpeechServiceDeps {
   limiter: RateLimiter;
   modelRegistry: ModelRegistry;
   log: Logger;
+  metrics: Pick<ServiceMetrics, 'modelCall'>;
 }
 
 export function createSpeechService(deps: SpeechServiceDeps) {
-  const { db, config, plans, catalog, credit, limiter, modelRegistry, log } = deps;
+  const { db, config, plans, catalog, credit, limiter, modelRegistry, log, metrics } = deps;
 
   function transcriptionModel(): ResolvedTranscriptionModel {
     if (config.TRANSCRIPTION_MODEL) return modelRegistry.transcriptionModel(config.TRANSCRIPTION_MODEL);
@@ -158,6 +160,18 @@ export function createSpeechService(deps: SpeechServiceDeps) {
     // The OpenAI API (and servers speaking it) take the hint; other providers have no such option.
     if (language && providerOptions.openai) providerOptions = { ...providerOptions, openai: { ...providerOptions.openai, language } };
     let result: { text: string; language?: string; durationInSeconds?: number; segments: Array<{ text: string; startSecond: number; endSecond: number }> };
+    const started = performance.now();
+    const record = (outcome: 'ok' | 'error', costUsd: number) =>
+      metrics.modelCall({
+        kind: 'transcription',
+        provider: entry.provider,
+        model: entry.id,
+        outcome,
+        durationSeconds: (performance.now() - started) / 1000,
+        inputTokens: 0,
+        outputTokens: 0,
+        costUsd,
+      });
     try {
       result = await transcribe({ model, audio, providerOptions, maxRetries: 1 });
     } catch (error) {
@@ -165,11 +179,13 @@ export function createSpeechService(deps: SpeechServiceDeps) {
         // Silence: the provider answered with no text. That is a transcript, not a failure.
         result = { text: '', segments: [] };
       } else {
+        record('error', 0);
         log.error({ err: error, model: entry.id, workspaceId: meta.workspaceId }, 'transcription failed');
         throw speechErrors.transcriptionFailed();
       }
     }
     const seconds = round3(result.durationInSeconds ?? estimateSeconds(audio, format));
+    record('ok', (seconds / 60) * entry.price_per_minute);
     await credit.settle(reservation, {
       kind: 'transcription',
       model: entry.id,
@@ -279,6 +295,18 @@ export function createSpeechService(deps: SpeechServiceDeps) {
       const promptTokens = estimateTokens(system + input.text);
       const reservation = await credit.reserve(access.workspace.id, tokenCost(model, promptTokens, call.settings.maxOutputTokens));
       let result;
+      const started = performance.now();
+      const record = (outcome: 'ok' | 'error', inputTokens: number, outputTokens: number) =>
+        metrics.modelCall({
+          kind: 'translation',
+          provider: model.provider,
+          model: model.id,
+          outcome,
+          durationSeconds: (performance.now() - started) / 1000,
+          inputTokens,
+          outputTokens,
+          costUsd: tokenCost(model, inputTokens, outputTokens),
+        });
       try {
         result = await generateText({
           model: languageModel,
@@ -289,16 +317,20 @@ export function createSpeechService(deps: SpeechServiceDeps) {
           maxRetries: 1,
         });
       } catch (error) {
+        record('error', 0, 0);
         await credit.release(reservation);
         log.error({ err: error, model: model.id, workspaceId: access.workspace.id }, 'translation failed');
         throw speechErrors.translationFailed();
       }
+      const inputTokens = result.usage.inputTokens ?? promptTokens;
+      const outputTokens = result.usage.outputTokens ?? estimateTokens(result.text);
+      record('ok', inputTokens, outputTokens);
       await credit.settle(reservation, {
         kind: 'translation',
         model: model.id,
         userId,
-        inputTokens: result.usage.inputTokens ?? promptTokens,
-        outputTokens: result.usage.outputTokens ?? estimateTokens(result.text),
+        inputTokens,
+        outputTokens,
         referenceId: `translation:${randomUUID()}`,
       });
       // Charged all the same: the provider billed the call.
