@@ -42,6 +42,9 @@ export function createPlanService(deps: { db: Db; plans: Plans; credit: CreditSe
               cancel_at_period_end: sub.cancelAtPeriodEnd,
             }
           : null,
+        override: state.override
+          ? { plan: state.plan.key, ends_at: iso(state.override.endsAt), reason: state.override.reason }
+          : null,
         billing_contact: contact ?? { id: state.billingContactId, name: '', email: '' },
         viewer: {
           can_manage_billing: isOwnerOrAdmin(access),
