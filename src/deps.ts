@@ -217,7 +217,12 @@ function createServices(
     credit,
     plan: createPlanService({ db, plans, credit, documentUsage }),
     planOverrides: createPlanOverridesService({ db, plans }),
-    webhooks: createWebhookService({ db, secret: config.PAYMENT_WEBHOOK_SECRET, log: log.child({ module: 'billing' }) }),
+    webhooks: createWebhookService({
+      db,
+      secret: config.PAYMENT_WEBHOOK_SECRET,
+      log: log.child({ module: 'billing' }),
+      payloadRetentionDays: config.WEBHOOK_PAYLOAD_RETENTION_DAYS,
+    }),
     checkout: createCheckoutService({
       db,
       plans,
@@ -302,7 +307,11 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
       retentionDays: config.JOB_RETENTION_DAYS,
       concurrency: config.WORKER_CONCURRENCY,
     },
-    maintenance: [{ name: 'expired idempotency keys', run: () => deleteExpiredIdempotencyKeys(database.db, 10_000) }],
+    maintenance: [
+      { name: 'expired idempotency keys', run: () => deleteExpiredIdempotencyKeys(database.db, 10_000) },
+      // Housekeeping only runs after createDeps has returned (the reconciler starts with the worker).
+      { name: 'old webhook payloads', run: async () => late.deps?.services.webhooks.prunePayloads() },
+    ],
   });
   const base = { config, log, database, mailer, catalog, plans, queue, jobs, pubsub, limiter, storage };
   const deps: Deps = {
