@@ -41,6 +41,7 @@ import { createPaymentProvider } from './modules/billing/payment-provider.js';
 import { createWebhookService } from './modules/billing/webhook.service.js';
 import { createPlanService, type DocumentUsage } from './modules/billing/plan.service.js';
 import { createPlanOverridesService } from './modules/billing/plan-overrides.service.js';
+import { createUsageService } from './modules/billing/usage.service.js';
 import { loadPlans, type Plans } from './modules/billing/plans.js';
 import { loadCatalog, type ModelCatalog } from './modules/models/catalog.js';
 import { createModelsService } from './modules/models/models.service.js';
@@ -217,6 +218,7 @@ function createServices(
     credit,
     plan: createPlanService({ db, plans, credit, documentUsage }),
     planOverrides: createPlanOverridesService({ db, plans }),
+    usage: createUsageService({ db }),
     webhooks: createWebhookService({
       db,
       secret: config.PAYMENT_WEBHOOK_SECRET,
