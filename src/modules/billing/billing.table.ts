@@ -231,8 +231,8 @@ export const creditUsage = pgTable(
  * Daily totals of the ledger per (workspace, UTC day, user, kind, model), for usage analytics: a
  * month of a busy workspace is a few thousand of these instead of a million ledger rows. Kept by
  * a statement trigger on `credit_usage` (migration 0008), so every insert, whatever writes it,
- * counts once, in its own transaction. `user_id` 0 stands for "no user" (and keeps a deleted
- * user's id: analytics show it without a name).
+ * counts once, in its own transaction. `user_id` 0 stands for "no user"; a deleted user's id stays
+ * here (no foreign key) and analytics count it as no user, like the ledger's rows that lost it.
  */
 export const creditUsageDaily = pgTable(
   'credit_usage_daily',

@@ -47,7 +47,9 @@ function usageParts(filter: UsageFilter): SQL {
   const dailyUser = filter.userId !== undefined ? sql` AND ${daily.userId} = ${filter.userId}` : sql``;
   const ledgerUser = filter.userId !== undefined ? sql` AND ${ledger.userId} = ${filter.userId}` : sql``;
   const wholeDays = hasWholeDays
-    ? sql`SELECT ${daily.userId} AS user_id, ${daily.kind} AS kind, ${daily.model} AS model, ${daily.day} AS day,
+    ? // A deleted user's totals keep their id; the ledger's rows lost it (set null): both count as no user.
+      sql`SELECT CASE WHEN EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${daily.userId}) THEN ${daily.userId} ELSE 0 END AS user_id,
+          ${daily.kind} AS kind, ${daily.model} AS model, ${daily.day} AS day,
           ${daily.calls} AS calls, ${daily.inputTokens} AS input_tokens, ${daily.outputTokens} AS output_tokens, ${daily.costUsd} AS cost
         FROM ${daily}
         WHERE ${daily.workspaceId} = ${filter.workspaceId} AND ${daily.day} >= ${dayOf(firstWholeDay)}::date

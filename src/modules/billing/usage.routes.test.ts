@@ -1,7 +1,9 @@
+import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { useTestApp } from '../../../test/support/app.js';
 import { addMember, newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
 import { randomToken } from '../../platform/secrets.js';
+import { users } from '../users/users.table.js';
 import { creditUsage, type UsageKind } from './billing.table.js';
 
 const t = useTestApp();
@@ -105,6 +107,22 @@ describe('GET usage/', () => {
       { key: '2026-11-01', calls: 1, input_tokens: 50, output_tokens: 5, cost: 0.01 },
       { key: '2026-11-02', calls: 1, input_tokens: 70, output_tokens: 7, cost: 0.02 },
     ]);
+  });
+
+  it('counts a deleted user’s calls as no user, whole days and partial ones alike', async () => {
+    const { owner, member, url } = await setup();
+    await t.deps.database.db.delete(users).where(eq(users.id, member.id));
+    // Nov 1 12:00 to Nov 3: the member's Nov 1 call comes from the ledger, the Nov 2 one from the daily totals.
+    const res = (await t.get(url('group_by=user&from=2026-11-01T12:00:00Z&to=2026-11-03'), owner)).json();
+    expect(res.results.find((r: { key: string }) => r.key === String(member.id))).toBeUndefined();
+    expect(res.results.find((r: { key: string }) => r.key === '0')).toEqual({
+      key: '0',
+      user: null,
+      calls: 3,
+      input_tokens: 1120,
+      output_tokens: 12,
+      cost: 0.03002,
+    });
   });
 
   it('shows a member only their own calls', async () => {
