@@ -10,6 +10,7 @@ import { isApiKey } from './modules/auth/api-keys.service.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
 import { checkoutRoutes } from './modules/billing/checkout.routes.js';
 import { planRoutes } from './modules/billing/plan.routes.js';
+import { usageRoutes } from './modules/billing/usage.routes.js';
 import { chatsRoutes } from './modules/chats/chats.routes.js';
 import { documentsRoutes } from './modules/documents/documents.routes.js';
 import { knowledgeBasesRoutes } from './modules/knowledge-bases/knowledge-bases.routes.js';
@@ -150,6 +151,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     await api.register(workspacesRoutes, { workspaces: services.workspaces });
     await api.register(membershipsRoutes, { memberships: services.memberships });
     await api.register(planRoutes, { planService: services.plan });
+    await api.register(usageRoutes, { usage: services.usage });
     await api.register(checkoutRoutes, { checkout: services.checkout });
     // Signed by the provider, no user (config auth: 'none'); keeps its JSON bodies raw.
     await api.register(webhookRoutes, { webhooks: services.webhooks });

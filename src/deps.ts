@@ -44,6 +44,8 @@ import { createCheckoutService } from './modules/billing/checkout.service.js';
 import { createPaymentProvider } from './modules/billing/payment-provider.js';
 import { createWebhookService } from './modules/billing/webhook.service.js';
 import { createPlanService, type DocumentUsage } from './modules/billing/plan.service.js';
+import { createPlanOverridesService } from './modules/billing/plan-overrides.service.js';
+import { createUsageService } from './modules/billing/usage.service.js';
 import { loadPlans, type Plans } from './modules/billing/plans.js';
 import { loadCatalog, type ModelCatalog } from './modules/models/catalog.js';
 import { createModelsService } from './modules/models/models.service.js';
@@ -247,7 +249,15 @@ function createServices(
     }),
     credit,
     plan: createPlanService({ db, plans, credit, documentUsage }),
-    webhooks: createWebhookService({ db, secret: config.PAYMENT_WEBHOOK_SECRET, log: log.child({ module: 'billing' }), metrics }),
+    planOverrides: createPlanOverridesService({ db, plans }),
+    usage: createUsageService({ db }),
+    webhooks: createWebhookService({
+      db,
+      secret: config.PAYMENT_WEBHOOK_SECRET,
+      log: log.child({ module: 'billing' }),
+      payloadRetentionDays: config.WEBHOOK_PAYLOAD_RETENTION_DAYS,
+      metrics,
+    }),
     checkout: createCheckoutService({
       db,
       plans,
@@ -335,7 +345,11 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
       retentionDays: config.JOB_RETENTION_DAYS,
       concurrency: config.WORKER_CONCURRENCY,
     },
-    maintenance: [{ name: 'expired idempotency keys', run: () => deleteExpiredIdempotencyKeys(database.db, 10_000) }],
+    maintenance: [
+      { name: 'expired idempotency keys', run: () => deleteExpiredIdempotencyKeys(database.db, 10_000) },
+      // Housekeeping only runs after createDeps has returned (the reconciler starts with the worker).
+      { name: 'old webhook payloads', run: async () => late.deps?.services.webhooks.prunePayloads() },
+    ],
   });
   const base = { config, log, database, mailer, catalog, plans, queue, jobs, pubsub, limiter, eventBuffer, storage };
   const deps: Deps = {

@@ -1,8 +1,10 @@
 import { hash, verify } from '@node-rs/argon2';
 import type { Logger } from 'pino';
+import type { z } from 'zod';
 import type { Config } from '../../config/env.js';
 import type { Db } from '../../db/client.js';
 import type { AuthUser } from '../../platform/auth.js';
+import { fieldError, NotFoundError } from '../../platform/errors.js';
 import type { Mailer } from '../../platform/mail/port.js';
 import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import { throttle } from '../../platform/ratelimit/rates.js';
@@ -13,7 +15,7 @@ import { countOwnedWorkspaces } from '../workspaces/workspaces.repo.js';
 import { revokeUserApiKeys } from './api-keys.repo.js';
 import { authErrors } from './auth.errors.js';
 import { activationMail, emailChangeConfirmMail, emailChangeNoticeMail } from './auth.mail.js';
-import type { AccountOut, UserOut } from './auth.schemas.js';
+import { type AccountOut, email as emailSchema, password as passwordSchema, type UserOut, userName } from './auth.schemas.js';
 
 export interface AuthServiceDeps {
   db: Db;
@@ -34,6 +36,16 @@ export interface AuthServiceDeps {
 
 // argon2id with the library's defaults (19 MiB, t=2, p=1: OWASP's recommended minimum).
 const hashPassword = (plain: string) => hash(plain);
+
+/** 24 random characters (144 bits), for passwords an operator hands over once. */
+const generatePassword = () => randomToken(18);
+
+/** Validates one operator-given field with the API's own rule; 400 naming the field otherwise. */
+function parseField<T extends z.ZodType>(field: string, schema: T, value: unknown): z.output<T> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw fieldError(field, parsed.error.issues[0]?.message ?? 'Invalid value.');
+  return parsed.data;
+}
 
 // Verifying against this hash when the email is unknown keeps login timing uniform.
 let dummyHash: Promise<string> | undefined;
@@ -281,6 +293,48 @@ export function createAuthService({ db, config, mailer, limiter, log }: AuthServ
         await usersRepo.deleteUserTokens(tx, owner);
         await revokeUserApiKeys(tx, owner);
       });
+    },
+
+    // --- operators (admin CLI) ------------------------------------------------------------------
+
+    /**
+     * Creates an account whose address counts as proven (no activation mail), whatever
+     * ALLOW_SIGNUP says. Without a password one is generated; it is returned once, never stored.
+     */
+    async createVerifiedUser(input: { email: string; name?: string; password?: string }): Promise<{ user: UserOut; password: string; generated: boolean }> {
+      const address = parseField('email', emailSchema, input.email);
+      const plain = input.password ?? generatePassword();
+      parseField('password', passwordSchema, plain);
+      if (await usersRepo.findUserByEmail(db, address)) throw authErrors.emailTaken();
+      const user = await usersRepo.insertUser(db, {
+        email: address,
+        name: parseField('name', userName, input.name ?? ''),
+        passwordHash: await hashPassword(plain),
+        emailVerifiedAt: new Date(),
+      });
+      if (!user) throw authErrors.emailTaken();
+      return { user: toUserOut(user), password: plain, generated: input.password === undefined };
+    },
+
+    /**
+     * Sets a user's password as a confirmed reset does: every session (token) ends, API keys and
+     * pending reset links are revoked. Without a password one is generated and returned once.
+     */
+    async resetPasswordAsOperator(emailOrId: string, newPassword?: string): Promise<{ user: UserOut; password: string; generated: boolean }> {
+      const user = /^\d+$/.test(emailOrId)
+        ? await usersRepo.findUserById(db, Number(emailOrId))
+        : await usersRepo.findUserByEmail(db, emailOrId);
+      if (!user) throw new NotFoundError(`No user with email or id ${emailOrId}.`, 'user_not_found');
+      const plain = newPassword ?? generatePassword();
+      parseField('password', passwordSchema, plain);
+      const passwordHash = await hashPassword(plain);
+      await db.transaction(async (tx) => {
+        await usersRepo.updateUser(tx, user.id, { passwordHash });
+        await usersRepo.deleteUserTokens(tx, user.id);
+        await usersRepo.deletePasswordResets(tx, user.id);
+        await revokeUserApiKeys(tx, user.id);
+      });
+      return { user: toUserOut(user), password: plain, generated: newPassword === undefined };
     },
 
     /** Proves the account's address with the mailed activation secret (single-use, expiring). */

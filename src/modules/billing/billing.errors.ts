@@ -1,6 +1,7 @@
 import {
   AppError,
   ConflictError,
+  NotFoundError,
   PermissionDeniedError,
   ServiceUnavailableError,
   ValidationError,
@@ -17,6 +18,14 @@ export const billingErrors = {
   // The provider retries on any 5xx; the body says nothing about the cause (that is in the log).
   webhookFailed: () =>
     new AppError(500, 'webhook_processing_failed', 'The event could not be processed; it will be retried.'),
+  // --- webhook replay (operators) ---
+  eventNotFound: (id: string) => new NotFoundError(`No webhook event with id ${id}.`, 'webhook_event_not_found'),
+  payloadNotKept: (id: string) =>
+    new ConflictError(
+      `The payload of webhook event ${id} is not kept (WEBHOOK_PAYLOAD_RETENTION_DAYS); it cannot be replayed.`,
+      'webhook_payload_not_kept',
+    ),
+  replayFailed: (cause: string) => new AppError(500, 'webhook_replay_failed', `Replaying the event failed: ${cause}`),
 
   // --- billing actions ---
   notConfigured: () =>

@@ -1,9 +1,10 @@
-import { and, desc, eq, inArray } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNull, or } from 'drizzle-orm';
 import type { DbOrTx } from '../../db/client.js';
 import { users } from '../users/users.table.js';
 import {
   accessGrantingStatuses,
   billingCustomers,
+  planOverrides,
   prices,
   products,
   subscriptionItems,
@@ -12,6 +13,7 @@ import {
 
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
 export type CustomerRow = typeof billingCustomers.$inferSelect;
+export type PlanOverrideRow = typeof planOverrides.$inferSelect;
 
 /** The subscription that grants the workspace its plan, if any (at most one, by index). */
 export async function findGrantingSubscription(db: DbOrTx, workspaceId: string): Promise<SubscriptionRow | undefined> {
@@ -52,4 +54,42 @@ export async function findCustomerByUser(db: DbOrTx, userId: number): Promise<Cu
 export async function findUserSummary(db: DbOrTx, userId: number) {
   const [row] = await db.select({ id: users.id, name: users.name, email: users.email }).from(users).where(eq(users.id, userId));
   return row;
+}
+
+// --- plan overrides ------------------------------------------------------------------------------
+
+/** The workspace's override if it is in force at `now` (no end, or an end still ahead). */
+export async function findActivePlanOverride(db: DbOrTx, workspaceId: string, now: Date): Promise<PlanOverrideRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(planOverrides)
+    .where(and(eq(planOverrides.workspaceId, workspaceId), or(isNull(planOverrides.endsAt), gt(planOverrides.endsAt, now))));
+  return row;
+}
+
+export async function findPlanOverride(db: DbOrTx, workspaceId: string): Promise<PlanOverrideRow | undefined> {
+  const [row] = await db.select().from(planOverrides).where(eq(planOverrides.workspaceId, workspaceId));
+  return row;
+}
+
+/** Sets (or replaces) the workspace's override; a replaced one starts afresh (`created_at`). */
+export async function upsertPlanOverride(
+  db: DbOrTx,
+  values: { workspaceId: string; plan: string; endsAt: Date | null; reason: string; createdBy: string },
+): Promise<PlanOverrideRow> {
+  const [row] = await db
+    .insert(planOverrides)
+    .values(values)
+    .onConflictDoUpdate({
+      target: planOverrides.workspaceId,
+      set: { plan: values.plan, endsAt: values.endsAt, reason: values.reason, createdBy: values.createdBy, createdAt: new Date() },
+    })
+    .returning();
+  return row!;
+}
+
+/** Removes the override; false when there was none. */
+export async function deletePlanOverride(db: DbOrTx, workspaceId: string): Promise<boolean> {
+  const rows = await db.delete(planOverrides).where(eq(planOverrides.workspaceId, workspaceId)).returning({ id: planOverrides.workspaceId });
+  return rows.length > 0;
 }

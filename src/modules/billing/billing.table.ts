@@ -3,6 +3,7 @@ import {
   bigint,
   boolean,
   check,
+  date,
   index,
   integer,
   jsonb,
@@ -224,4 +225,29 @@ export const creditUsage = pgTable(
     index('credit_usage_workspace_time_idx').on(t.workspaceId, t.createdAt),
     check('credit_usage_kind_check', sql`${t.kind} in ('chat', 'transcription', 'translation', 'embedding', 'ingestion')`),
   ],
+);
+
+/**
+ * Daily totals of the ledger per (workspace, UTC day, user, kind, model), for usage analytics: a
+ * month of a busy workspace is a few thousand of these instead of a million ledger rows. Kept by
+ * a statement trigger on `credit_usage` (migration 0008), so every insert, whatever writes it,
+ * counts once, in its own transaction. `user_id` 0 stands for "no user"; a deleted user's id stays
+ * here (no foreign key) and analytics count it as no user, like the ledger's rows that lost it.
+ */
+export const creditUsageDaily = pgTable(
+  'credit_usage_daily',
+  {
+    workspaceId: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    day: date('day', { mode: 'string' }).notNull(),
+    userId: integer('user_id').notNull().default(0),
+    kind: text('kind').notNull(),
+    model: text('model').notNull(),
+    calls: bigint('calls', { mode: 'number' }).notNull().default(0),
+    inputTokens: bigint('input_tokens', { mode: 'number' }).notNull().default(0),
+    outputTokens: bigint('output_tokens', { mode: 'number' }).notNull().default(0),
+    costUsd: numeric('cost_usd', { precision: 20, scale: 8 }).notNull().default('0'),
+  },
+  (t) => [primaryKey({ name: 'credit_usage_daily_pk', columns: [t.workspaceId, t.day, t.userId, t.kind, t.model] })],
 );

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, isNull, ne, notInArray, sql } from 'drizzle-orm';
-import type { DbOrTx } from '../../db/client.js';
+import { type DbOrTx, queryRows } from '../../db/client.js';
 import { workspaces } from '../workspaces/workspaces.table.js';
 import {
   accessGrantingStatuses,
@@ -47,6 +47,8 @@ export interface InboxEvent {
   id: string;
   type: string;
   createdAt: Date;
+  /** The raw body to keep for replay; null when payloads are not kept (retention 0). */
+  payload: string | null;
 }
 
 /**
@@ -59,10 +61,10 @@ export interface InboxEvent {
 export async function claimEvent(tx: DbOrTx, event: InboxEvent): Promise<boolean> {
   const rows = await tx
     .insert(webhookEvents)
-    .values({ id: event.id, type: event.type, createdAt: event.createdAt, outcome: 'failed', attempts: 1 })
+    .values({ id: event.id, type: event.type, createdAt: event.createdAt, outcome: 'failed', attempts: 1, payload: event.payload })
     .onConflictDoUpdate({
       target: webhookEvents.id,
-      set: { attempts: sql.raw('"webhook_events"."attempts" + 1'), error: null, receivedAt: new Date() },
+      set: { attempts: sql.raw('"webhook_events"."attempts" + 1'), error: null, receivedAt: new Date(), payload: event.payload },
       setWhere: sql.raw(`"webhook_events"."outcome" = 'failed'`),
     })
     .returning({ id: webhookEvents.id });
@@ -78,11 +80,68 @@ export async function findEvent(db: DbOrTx, id: string): Promise<WebhookEventRow
   return row;
 }
 
+/** The event's inbox row, locked until the transaction ends (a replay against a concurrent delivery). */
+export async function lockEvent(tx: DbOrTx, id: string): Promise<WebhookEventRow | undefined> {
+  const [row] = await tx.select().from(webhookEvents).where(eq(webhookEvents.id, id)).for('update');
+  return row;
+}
+
+/** Clears payloads received more than `retentionDays` ago (0: every one); returns how many. */
+export async function clearOldPayloads(db: DbOrTx, retentionDays: number, limit = 5000): Promise<number> {
+  const rows = await queryRows<{ id: string }>(
+    db,
+    sql`UPDATE ${webhookEvents} SET payload = NULL WHERE ${webhookEvents.id} IN (
+      SELECT ${webhookEvents.id} FROM ${webhookEvents}
+      WHERE ${webhookEvents.payload} IS NOT NULL AND ${webhookEvents.receivedAt} <= now() - make_interval(days => ${retentionDays})
+      LIMIT ${limit}
+    ) RETURNING ${webhookEvents.id}`,
+  );
+  return rows.length;
+}
+
+export interface WebhookEventSummary {
+  id: string;
+  type: string;
+  createdAt: Date;
+  receivedAt: Date;
+  outcome: WebhookEventRow['outcome'];
+  error: string | null;
+  attempts: number;
+  hasPayload: boolean;
+}
+
+/** The newest events first, optionally of one type or outcome (operators' list). */
+export async function listEvents(
+  db: DbOrTx,
+  filter: { type?: string; outcome?: WebhookEventRow['outcome']; limit: number },
+): Promise<WebhookEventSummary[]> {
+  return db
+    .select({
+      id: webhookEvents.id,
+      type: webhookEvents.type,
+      createdAt: webhookEvents.createdAt,
+      receivedAt: webhookEvents.receivedAt,
+      outcome: webhookEvents.outcome,
+      error: webhookEvents.error,
+      attempts: webhookEvents.attempts,
+      hasPayload: sql<boolean>`${webhookEvents.payload} IS NOT NULL`,
+    })
+    .from(webhookEvents)
+    .where(
+      and(
+        filter.type ? eq(webhookEvents.type, filter.type) : undefined,
+        filter.outcome ? eq(webhookEvents.outcome, filter.outcome) : undefined,
+      ),
+    )
+    .orderBy(desc(webhookEvents.receivedAt), desc(webhookEvents.id))
+    .limit(filter.limit);
+}
+
 /** Records an event type we do not handle; false when the id was already recorded. */
 export async function recordUnhandled(db: DbOrTx, event: InboxEvent): Promise<boolean> {
   const rows = await db
     .insert(webhookEvents)
-    .values({ id: event.id, type: event.type, createdAt: event.createdAt, outcome: 'unhandled' })
+    .values({ id: event.id, type: event.type, createdAt: event.createdAt, outcome: 'unhandled', payload: event.payload })
     .onConflictDoNothing({ target: webhookEvents.id })
     .returning({ id: webhookEvents.id });
   return rows.length > 0;
@@ -95,10 +154,10 @@ export async function recordUnhandled(db: DbOrTx, event: InboxEvent): Promise<bo
 export async function recordFailure(db: DbOrTx, event: InboxEvent, error: string): Promise<void> {
   await db
     .insert(webhookEvents)
-    .values({ id: event.id, type: event.type, createdAt: event.createdAt, outcome: 'failed', error, attempts: 1 })
+    .values({ id: event.id, type: event.type, createdAt: event.createdAt, outcome: 'failed', error, attempts: 1, payload: event.payload })
     .onConflictDoUpdate({
       target: webhookEvents.id,
-      set: { attempts: sql.raw('"webhook_events"."attempts" + 1'), error, receivedAt: new Date() },
+      set: { attempts: sql.raw('"webhook_events"."attempts" + 1'), error, receivedAt: new Date(), payload: event.payload },
       setWhere: sql.raw(`"webhook_events"."outcome" = 'failed'`),
     });
 }

@@ -27,6 +27,7 @@ describe('GET plan/', () => {
       plan: { ...free, default_model: 'gpt-4.1-mini' },
       interval: 'month',
       subscription: null,
+      override: null,
       billing_contact: { id: owner.id, name: 'Olive Owner', email: owner.email },
       viewer: { can_manage_billing: true, is_billing_contact: true },
       usage: { documents: 0, storage_bytes: 0, credit_used: 0.25, credit_limit: 1, credit_renews_at: null },

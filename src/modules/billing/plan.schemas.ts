@@ -32,6 +32,8 @@ export const planOut = z.object({
       cancel_at_period_end: z.boolean(),
     })
     .nullable(),
+  /** A plan granted by an operator (admin CLI), in force now; it decided `plan`. */
+  override: z.object({ plan: z.enum(planKeys), ends_at: timestamp.nullable(), reason: z.string() }).nullable(),
   billing_contact: z.object({ id: z.number().int(), name: z.string(), email: z.string() }),
   viewer: z.object({ can_manage_billing: z.boolean(), is_billing_contact: z.boolean() }),
   usage: z.object({

@@ -20,6 +20,21 @@ export function createPlanService(deps: { db: Db; plans: Plans; credit: CreditSe
       return credit.summary(workspace);
     },
 
+    /** Plan, override, subscription status and this period's credit of any workspace, for operators. */
+    async overview(workspace: { id: string; ownerId: number }) {
+      const state = await resolveBillingState(db, plans, workspace);
+      const summary = await credit.summary(workspace);
+      return {
+        plan: state.plan.key,
+        override: state.override ? { plan: state.override.plan, endsAt: state.override.endsAt, reason: state.override.reason } : null,
+        subscriptionStatus: state.subscription?.status ?? null,
+        creditUsed: summary.total_cost_used,
+        creditLimit: summary.credit_limit,
+        periodStart: state.periodStart,
+        renewsAt: state.renewsAt,
+      };
+    },
+
     async plan(userId: number, workspaceId: string): Promise<PlanOut> {
       const access = await requireMember(db, workspaceId, userId);
       const state = await resolveBillingState(db, plans, access.workspace);
@@ -41,6 +56,9 @@ export function createPlanService(deps: { db: Db; plans: Plans; credit: CreditSe
               cancel_at: iso(sub.cancelAt),
               cancel_at_period_end: sub.cancelAtPeriodEnd,
             }
+          : null,
+        override: state.override
+          ? { plan: state.plan.key, ends_at: iso(state.override.endsAt), reason: state.override.reason }
           : null,
         billing_contact: contact ?? { id: state.billingContactId, name: '', email: '' },
         viewer: {

@@ -16,6 +16,8 @@ export interface BillingState {
   renewsAt: Date | null;
   /** The user who pays: the subscription customer's user, else the workspace owner. */
   billingContactId: number;
+  /** The operator's plan override in force (it decided `plan`), or null. */
+  override: repo.PlanOverrideRow | null;
 }
 
 const planRank = (key: PlanKey) => planKeys.indexOf(key);
@@ -41,12 +43,36 @@ export function creditMonth(anchor: Date, now: Date): { start: Date; end: Date }
   return { start: addMonths(anchor, months), end: addMonths(anchor, months + 1) };
 }
 
+/**
+ * The billing state, with an operator's plan override (admin CLI) in force winning over the
+ * subscription's plan. The override changes the plan only: the credit period stays the
+ * subscription's when it has one (trial, paid month); otherwise a paid override gets monthly
+ * credit anchored at the moment it was set, and a free one the workspace's lifetime.
+ */
 export async function resolveBillingState(
   db: DbOrTx,
   plans: Plans,
   workspace: { id: string; ownerId: number },
   now = new Date(),
 ): Promise<BillingState> {
+  // One after the other: `db` may be a transaction's single connection.
+  const fromSubscription = await subscriptionState(db, plans, workspace, now);
+  const override = await repo.findActivePlanOverride(db, workspace.id, now);
+  if (!override || !isPlanKey(override.plan)) return { ...fromSubscription, override: null };
+  const plan = plans[override.plan];
+  if (fromSubscription.renewsAt || plan.key === 'free') return { ...fromSubscription, plan, override };
+  const month = creditMonth(override.createdAt, now);
+  return { ...fromSubscription, plan, periodStart: month.start, renewsAt: month.end, override };
+}
+
+const isPlanKey = (key: string): key is PlanKey => (planKeys as readonly string[]).includes(key);
+
+async function subscriptionState(
+  db: DbOrTx,
+  plans: Plans,
+  workspace: { id: string; ownerId: number },
+  now: Date,
+): Promise<Omit<BillingState, 'override'>> {
   const subscription = (await repo.findGrantingSubscription(db, workspace.id)) ?? null;
   if (!subscription) {
     return {

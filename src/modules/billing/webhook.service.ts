@@ -71,11 +71,14 @@ export function createWebhookService({
   secret,
   log,
   metrics,
+  payloadRetentionDays = 30,
 }: {
   db: Db;
   secret: string | undefined;
   log: WebhookLog;
   metrics: Pick<ServiceMetrics, 'webhookEvent'>;
+  /** WEBHOOK_PAYLOAD_RETENTION_DAYS: raw bodies are kept this long for replay; 0 keeps none. */
+  payloadRetentionDays?: number;
 }) {
   /** Signature, JSON, text and structure, in that order; nothing is recorded for a refused request. */
   function parse(rawBody: Buffer, signature: string | undefined, requestLog: WebhookLog): ParsedEvent {
@@ -84,6 +87,11 @@ export function createWebhookService({
       throw billingErrors.webhookNotConfigured();
     }
     if (!verifyWebhookSignature(rawBody, signature, secret)) throw billingErrors.invalidSignature();
+    return parseBody(rawBody);
+  }
+
+  /** JSON, text and structure of a body whose signature was checked (now, or when it was received). */
+  function parseBody(rawBody: Buffer): ParsedEvent {
     let json: unknown;
     try {
       json = JSON.parse(rawBody.toString('utf8'));
@@ -298,6 +306,46 @@ export function createWebhookService({
         throw error;
       }
     },
+
+    /**
+     * Processes a recorded event again from its stored payload, through the same `apply` as a live
+     * delivery, whatever its first outcome: the mirrored object is re-synced from the payload (an
+     * operator's repair after hand edits or a lost row). The ordering rules still hold, so a replay
+     * never rolls an object back past a newer event applied since (it comes out `stale`), and every
+     * write is a set (fields, items recreated), so replaying twice changes nothing more. The inbox
+     * row takes the replay's outcome.
+     */
+    async replay(eventId: string, replayLog: WebhookLog = log): Promise<{ id: string; type: string; outcome: WebhookOutcome; previous: WebhookOutcome }> {
+      const stored = await mirror.findEvent(db, eventId);
+      if (!stored) throw billingErrors.eventNotFound(eventId);
+      if (stored.payload === null) throw billingErrors.payloadNotKept(eventId);
+      const parsed = parseBody(Buffer.from(stored.payload, 'utf8'));
+      if (parsed.envelope.id !== stored.id) throw billingErrors.invalidPayload({ id: ['The stored payload belongs to another event.'] });
+      const elog = eventLog(replayLog, { event: stored.id, type: stored.type, replay: true });
+      if (parsed.object === null) return { id: stored.id, type: stored.type, outcome: 'unhandled', previous: stored.outcome };
+      let outcome: WebhookOutcome;
+      try {
+        outcome = await db.transaction(async (tx) => {
+          await mirror.lockEvent(tx, stored.id);
+          const result = await apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog);
+          await mirror.finishEvent(tx, stored.id, result);
+          return result;
+        });
+      } catch (error) {
+        const message = mirror.rootMessage(error).slice(0, 1000);
+        elog.error({ err: error }, 'payment webhook replay failed');
+        throw billingErrors.replayFailed(message);
+      }
+      elog.info({ outcome, previous: stored.outcome }, 'payment webhook event replayed');
+      return { id: stored.id, type: stored.type, outcome, previous: stored.outcome };
+    },
+
+    /** Recorded events, newest first, with whether their payload is still kept. */
+    listEvents: (filter: { type?: string; outcome?: WebhookOutcome; limit?: number } = {}) =>
+      mirror.listEvents(db, { ...filter, limit: Math.min(Math.max(filter.limit ?? 50, 1), 1000) }),
+
+    /** Housekeeping: clears payloads older than the retention (all of them when it is 0). */
+    prunePayloads: () => mirror.clearOldPayloads(db, payloadRetentionDays),
   };
 
   /** One delivery; `onType` learns the event's type once the body is verified and parsed. */
@@ -310,7 +358,12 @@ export function createWebhookService({
     const parsed = parse(rawBody, signature, requestLog);
     onType(parsed.type);
     const { envelope } = parsed;
-    const inbox: mirror.InboxEvent = { id: envelope.id, type: envelope.type, createdAt: new Date(envelope.created * 1000) };
+    const inbox: mirror.InboxEvent = {
+      id: envelope.id,
+      type: envelope.type,
+      createdAt: new Date(envelope.created * 1000),
+      payload: payloadRetentionDays > 0 ? rawBody.toString('utf8') : null,
+    };
     const elog = eventLog(requestLog, { event: envelope.id, type: envelope.type });
 
     if (parsed.object === null) {

@@ -158,6 +158,16 @@ export async function updateOpenTask(db: DbOrTx, taskId: string, values: Partial
   return row;
 }
 
+/** A FAILURE task back to PENDING (an operator's re-drive); undefined when it is not failed. */
+export async function reopenFailedTask(db: DbOrTx, taskId: string) {
+  const [row] = await db
+    .update(ingestionTasks)
+    .set({ status: 'PENDING', errorMessage: null, updatedAt: new Date() })
+    .where(and(eq(ingestionTasks.id, taskId), eq(ingestionTasks.status, 'FAILURE')))
+    .returning();
+  return row;
+}
+
 export async function updateTask(db: DbOrTx, taskId: string, values: Partial<typeof ingestionTasks.$inferInsert>) {
   await db
     .update(ingestionTasks)

@@ -20,5 +20,6 @@ export function ingestDocumentJob(ingestion: () => IngestionService, options: { 
     handler: ({ taskId }, context) => ingestion().run(taskId, context),
     onRetry: (tx, { taskId }, failure) => ingestion().markRetry(tx, taskId, failure),
     onGiveUp: (tx, { taskId }, failure) => ingestion().markFailed(tx, taskId, failure),
+    onRedrive: (tx, { taskId }) => ingestion().reopen(tx, taskId),
   });
 }

@@ -250,6 +250,12 @@ export function createIngestionService(deps: IngestionServiceDeps) {
       const task = await repo.updateOpenTask(tx, taskId, { status: 'FAILURE', errorMessage: userMessageOf(failure.error) });
       if (task) await repo.updateDocument(tx, task.documentId, { processingStatus: 'failed' });
     },
+
+    /** An operator re-drives a failed task: PENDING again, its document pending (a revoked task stays revoked). */
+    async reopen(tx: DbOrTx, taskId: string): Promise<void> {
+      const task = await repo.reopenFailedTask(tx, taskId);
+      if (task) await repo.updateDocument(tx, task.documentId, { processingStatus: 'pending' });
+    },
   };
 }
 

@@ -19,5 +19,6 @@ export function agentReplyJob(messages: () => MessagesService, options: { backof
     handler: ({ taskId }) => messages().runAgentTask(taskId),
     onRetry: (tx, { taskId }) => messages().markAgentTaskRetry(tx, taskId),
     onGiveUp: (tx, { taskId }, failure) => messages().markAgentTaskFailed(tx, taskId, failure),
+    onRedrive: (tx, { taskId }) => messages().reopenAgentTask(tx, taskId),
   });
 }

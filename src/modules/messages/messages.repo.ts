@@ -117,6 +117,14 @@ export async function updateAgentTask(db: DbOrTx, taskId: string, values: Partia
     .where(eq(agentTasks.id, taskId));
 }
 
+/** A FAILURE agent task back to PENDING (an operator's re-drive). */
+export async function reopenFailedAgentTask(db: DbOrTx, taskId: string) {
+  await db
+    .update(agentTasks)
+    .set({ status: 'PENDING', error: null, updatedAt: new Date() })
+    .where(and(eq(agentTasks.id, taskId), eq(agentTasks.status, 'FAILURE')));
+}
+
 /** Updates an agent task that has not finished; nothing happens to a finished one. */
 export async function updateOpenAgentTask(db: DbOrTx, taskId: string, values: Partial<typeof agentTasks.$inferInsert>) {
   await db

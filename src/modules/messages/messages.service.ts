@@ -612,6 +612,11 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       const message = cause instanceof AppError ? cause.detail : GENERIC_MODEL_FAILURE;
       await repo.updateOpenAgentTask(tx, taskId, { status: 'FAILURE', error: message });
     },
+
+    /** An operator re-drives a failed task: PENDING again, so its next run generates the reply. */
+    async reopenAgentTask(tx: DbOrTx, taskId: string): Promise<void> {
+      await repo.reopenFailedAgentTask(tx, taskId);
+    },
   };
 }
 

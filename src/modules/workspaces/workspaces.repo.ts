@@ -1,4 +1,4 @@
-import { and, asc, count, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, count, eq, ilike, inArray, or, sql } from 'drizzle-orm';
 import { type DbOrTx, queryRows } from '../../db/client.js';
 import { requestWorkspaceRestriction } from '../../platform/request-context.js';
 import { chatSessions, chatShares } from '../chats/chats.table.js';
@@ -55,6 +55,19 @@ export async function listWorkspacesOfUser(db: DbOrTx, userId: number, limit: nu
     db.select({ n: count() }).from(workspaceMemberships).where(where),
   ]);
   return { rows, count: total?.n ?? 0 };
+}
+
+/** Every workspace (operators), oldest first, with its owner's email; `search` matches name, slug or owner email. */
+export async function listAllWorkspaces(db: DbOrTx, options: { limit: number; offset: number; search?: string }) {
+  const pattern = options.search ? `%${options.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : undefined;
+  return db
+    .select({ workspace: workspaces, ownerEmail: users.email })
+    .from(workspaces)
+    .leftJoin(users, eq(users.id, workspaces.ownerId))
+    .where(pattern ? or(ilike(workspaces.name, pattern), ilike(workspaces.slug, pattern), ilike(users.email, pattern)) : undefined)
+    .orderBy(asc(workspaces.createdAt), asc(workspaces.id))
+    .limit(options.limit)
+    .offset(options.offset);
 }
 
 /** Every workspace of a user with their role, oldest first, without counting (for /api/users/me/). */

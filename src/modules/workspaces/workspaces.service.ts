@@ -39,6 +39,16 @@ export function slugify(name: string): string {
 
 export function createWorkspacesService({ db }: { db: Db }) {
   return {
+    /** Every workspace with its owner's email, for operators (admin CLI); no membership check. */
+    async listAll(options: { limit?: number; offset?: number; search?: string } = {}) {
+      const rows = await repo.listAllWorkspaces(db, {
+        limit: Math.min(Math.max(options.limit ?? 100, 1), 1000),
+        offset: Math.max(options.offset ?? 0, 0),
+        search: options.search?.slice(0, 200),
+      });
+      return rows.map((row) => ({ ...toWorkspaceOut(row.workspace), ownerEmail: row.ownerEmail }));
+    },
+
     async list(userId: number, page: PageQuery): Promise<PageResult<WorkspaceOut>> {
       const { rows, count } = await repo.listWorkspacesOfUser(db, userId, page.limit, page.offset);
       return { count, results: rows.map((r) => toWorkspaceOut(r.workspace)) };

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Db, DbOrTx } from '../../db/client.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import { faultLogFields, isDependencyUnavailable } from '../faults.js';
 import { SpanKind } from '@opentelemetry/api';
 import { currentRequestId, runWithRequestContext } from '../request-context.js';
@@ -448,6 +449,52 @@ export function createJobSystem<const Defs extends readonly AnyJobDefinition[]>(
           else log.warn(errorMessage(error));
         }
       });
+    },
+
+    /** Failed or stuck jobs for operators (admin CLI `tasks list`). */
+    listJobs: (filter: { which: 'stuck' | 'failed' | 'all'; olderThanMinutes?: number; name?: string; limit?: number }) =>
+      repo.listJobsFor(db, {
+        which: filter.which,
+        olderThanMinutes: filter.olderThanMinutes ?? 15,
+        name: filter.name,
+        limit: Math.min(Math.max(filter.limit ?? 50, 1), 1000),
+      }),
+
+    /**
+     * An operator delivers a job again under a fresh delivery id (admin CLI `tasks redrive`): a
+     * queued one whose delivery is lost, a running one whose run is dead (`force` while its lease
+     * still runs: the current run is fenced out), or a failed one, which gets a fresh retry budget
+     * and its domain status reopened (`onRedrive`). A finished job is refused.
+     */
+    async redrive(id: string, redriveOptions: { force?: boolean; deliverNow?: boolean } = {}): Promise<{ id: string; name: string; previousState: string; deliveryId: string }> {
+      const row = await repo.findJob(db, id);
+      if (!row) throw new NotFoundError(`No background job with id ${id}.`, 'job_not_found');
+      if (row.state === 'done') throw new ConflictError('The job has finished; there is nothing to re-drive.', 'job_finished');
+      if (row.state === 'running' && row.leaseUntil && row.leaseUntil > new Date() && !redriveOptions.force) {
+        throw new ConflictError('The job is running under a live lease; pass force to re-drive it anyway.', 'job_running');
+      }
+      const resolved = byName.get(row.name);
+      const deliveryId = randomUUID();
+      const requeued = await db.transaction(async (tx) => {
+        const next = await repo.requeueJob(tx, row.id, { deliveryId: row.deliveryId, state: row.state }, {
+          deliveryId,
+          delayMs: 0,
+          redrive: true,
+          resetAttempts: row.state === 'failed',
+        });
+        if (!next) return undefined;
+        const parsed = resolved?.payload.safeParse(row.payload);
+        if (row.state === 'failed' && resolved?.onRedrive && parsed?.success) await resolved.onRedrive(tx, parsed.data);
+        return next;
+      });
+      if (!requeued) throw new ConflictError('The job changed meanwhile; look again and retry.', 'job_changed');
+      metrics.redriven.inc({ queue: row.name, reason: 'operator' });
+      log.info({ job: row.name, jobId: row.id, previousState: row.state }, 're-driven by an operator');
+      // A process whose queue no worker reads (the admin CLI on the in-process queue) leaves the
+      // outbox mark instead: the reconciler of the process that runs jobs delivers it.
+      if (redriveOptions.deliverNow ?? true) await dispatch([{ id: row.id, name: row.name, deliveryId, delayMs: 0 }]);
+      else await repo.markUndelivered(db, row.id, deliveryId);
+      return { id: row.id, name: row.name, previousState: row.state, deliveryId };
     },
 
     /** Number of worker processes with a recent heartbeat. */

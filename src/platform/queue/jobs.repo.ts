@@ -135,12 +135,15 @@ export async function requeueJob(
   db: DbOrTx,
   id: string,
   from: From,
-  to: { deliveryId: string; delayMs: number; lastError?: string; redrive: boolean },
+  to: { deliveryId: string; delayMs: number; lastError?: string; redrive: boolean; resetAttempts?: boolean },
 ): Promise<JobRow | undefined> {
   const [row] = await db
     .update(backgroundJobs)
     .set({
       state: 'queued',
+      finishedAt: null,
+      // An operator's re-drive of a failed job grants it a fresh retry budget.
+      ...(to.resetAttempts ? { attempts: 0 } : {}),
       deliveryId: to.deliveryId,
       // As when recorded: the dispatch follows at once; a failed one clears it.
       deliveredAt: sql`now()`,
@@ -154,6 +157,28 @@ export async function requeueJob(
     .where(matches(id, from))
     .returning();
   return row;
+}
+
+/**
+ * What an operator looks at: `failed` jobs, or `stuck` ones (queued or running with no change for
+ * `olderThanMinutes`: a lost delivery, a dead run, no worker), newest change first.
+ */
+export async function listJobsFor(
+  db: DbOrTx,
+  filter: { which: 'stuck' | 'failed' | 'all'; olderThanMinutes: number; name?: string; limit: number },
+): Promise<JobRow[]> {
+  const which =
+    filter.which === 'failed'
+      ? eq(backgroundJobs.state, 'failed')
+      : filter.which === 'stuck'
+        ? and(inArray(backgroundJobs.state, ['queued', 'running']), lte(backgroundJobs.updatedAt, secondsAgo(filter.olderThanMinutes * 60)))
+        : undefined;
+  return db
+    .select()
+    .from(backgroundJobs)
+    .where(and(which, filter.name ? eq(backgroundJobs.name, filter.name) : undefined))
+    .orderBy(sql`${backgroundJobs.updatedAt} DESC`, backgroundJobs.id)
+    .limit(filter.limit);
 }
 
 /** Running jobs whose lease has run out: their worker died, hung or lost the database. */

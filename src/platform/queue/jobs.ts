@@ -62,6 +62,7 @@ export function resolveDefinition(definition: JobDefinition): ResolvedDefinition
     handler: definition.handler.bind(definition),
     onRetry: definition.onRetry?.bind(definition),
     onGiveUp: definition.onGiveUp?.bind(definition),
+    onRedrive: definition.onRedrive?.bind(definition),
     attempts,
     backoffMs,
     timeoutMs,

@@ -68,6 +68,11 @@ export interface JobDefinition<Name extends string = string, Schema extends z.Zo
   handler(payload: z.output<Schema>, context: JobContext): Promise<void>;
   onRetry?(tx: DbOrTx, payload: z.output<Schema>, failure: JobFailure): Promise<void>;
   onGiveUp?(tx: DbOrTx, payload: z.output<Schema>, failure: JobFailure): Promise<void>;
+  /**
+   * An operator re-drives the job after it failed for good (admin CLI `tasks redrive`): the domain
+   * reopens its status (a FAILURE task back to PENDING), in the transaction that queues it again.
+   */
+  onRedrive?(tx: DbOrTx, payload: z.output<Schema>): Promise<void>;
   /** Total runs including the first (default 3). */
   readonly attempts?: number;
   /** Base delay of the exponential backoff: retry n waits backoffMs * 2^(n-1) (default 1000 ms). */
