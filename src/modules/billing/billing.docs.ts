@@ -1,0 +1,121 @@
+import { namedSchema, type OperationDocs } from '../../platform/openapi.js';
+import { checkoutBody, redirectOut } from './checkout.schemas.js';
+import { creditUsageOut, planOut } from './plan.schemas.js';
+import { webhookAck } from './webhook.schemas.js';
+
+namedSchema(planOut, 'WorkspacePlan', {
+  description: "The workspace's plan, subscription, billing contact, what the caller may do, and usage against the limits.",
+  example: {
+    plan: {
+      key: 'pro',
+      name: 'Pro',
+      monthly_price_cents: 2000,
+      ai_credit: 20,
+      max_documents: 500,
+      max_storage_bytes: 5368709120,
+      max_file_size_bytes: 52428800,
+      model_tiers: ['fast', 'standard'],
+      default_model: 'gpt-4o-mini',
+    },
+    interval: 'month',
+    subscription: {
+      status: 'active',
+      trial_end: null,
+      period_end: '2025-04-01T00:00:00.000Z',
+      cancel_at: null,
+      cancel_at_period_end: false,
+    },
+    billing_contact: { id: 42, name: 'Ana Silva', email: 'ana.silva@example.com' },
+    viewer: { can_manage_billing: true, is_billing_contact: true },
+    usage: {
+      documents: 37,
+      storage_bytes: 183500800,
+      credit_used: 4.12,
+      credit_limit: 20,
+      credit_renews_at: '2025-04-01T00:00:00.000Z',
+    },
+  },
+});
+namedSchema(creditUsageOut, 'CreditUsage', {
+  description: 'AI credit used in the current period, in US dollars.',
+  example: { credit_limit: 20, total_cost_used: 4.12, percentage_used: 20.6 },
+});
+namedSchema(checkoutBody, 'CheckoutRequest', { description: 'The paid plan and billing interval to buy.', example: { plan: 'pro', interval: 'month' } });
+namedSchema(redirectOut, 'Redirect', {
+  description: "Where to send the browser next (the provider's hosted page).",
+  example: { url: 'https://checkout.stripe.com/c/pay/cs_test_a1b2c3d4e5' },
+});
+namedSchema(webhookAck, 'WebhookAck', {
+  description: 'The event was received; `outcome` says what processing did with it (for a redelivery: what it did the first time).',
+  example: { received: true, outcome: 'applied', duplicate: false },
+});
+
+const member = { 403: ['not_workspace_member'] };
+
+export const billingDocs: OperationDocs = {
+  'GET /api/workspaces/:id/credit-usage/': {
+    operationId: 'billing_credit_usage',
+    summary: 'Get the AI credit used this period',
+    description: 'Any member of the workspace.',
+    errors: member,
+  },
+  'GET /api/workspaces/:id/plan/': {
+    operationId: 'billing_plan',
+    summary: "Get the workspace's plan and usage",
+    description: 'Any member of the workspace; `viewer` says whether the caller may manage billing.',
+    errors: member,
+  },
+  'POST /api/workspaces/:id/billing/checkout/': {
+    operationId: 'billing_checkout',
+    summary: 'Start a checkout for a paid plan',
+    description:
+      'The workspace owner or an admin (403 `permission_denied`); returns the hosted checkout URL. 409 ' +
+      '`already_subscribed` while a subscription grants a plan (use the portal), `plan_unavailable` when the plan is ' +
+      'not sold with that interval. 503 `billing_not_configured` when the server has no payment provider; 502 ' +
+      '`payment_provider_error` when it cannot be reached.',
+    errors: {
+      403: ['not_workspace_member', 'permission_denied'],
+      409: ['already_subscribed', 'plan_unavailable', 'workspace_archived'],
+      502: ['payment_provider_error'],
+      503: ['billing_not_configured'],
+    },
+  },
+  'POST /api/workspaces/:id/billing/portal/': {
+    operationId: 'billing_portal',
+    summary: "Open the provider's billing portal",
+    description:
+      "The workspace's billing contact only (403 `not_billing_contact`); returns the portal URL. 409 " +
+      '`no_billing_account` before any checkout; 503 `billing_not_configured`; 502 `payment_provider_error`.',
+    errors: {
+      403: ['not_workspace_member', 'not_billing_contact'],
+      409: ['no_billing_account'],
+      502: ['payment_provider_error'],
+      503: ['billing_not_configured'],
+    },
+  },
+  'POST /api/subscriptions/webhook': {
+    operationId: 'billing_webhook',
+    summary: 'Receive payment provider events',
+    description:
+      'The payment provider only: the `Payment-Signature` header (HMAC of the exact body) is the credential, no user ' +
+      'token is read. 400 `invalid_signature` or `invalid_payload`; 503 `webhook_not_configured` without a signing ' +
+      'secret; 500 `webhook_processing_failed` asks the provider to deliver the event again. Redeliveries are ' +
+      'answered with the first outcome.',
+    errors: {
+      400: ['invalid_signature', 'invalid_payload'],
+      500: ['webhook_processing_failed'],
+      503: ['webhook_not_configured'],
+    },
+    requestContent: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          description: "The provider's event, verified byte for byte against `Payment-Signature` before it is parsed.",
+          required: ['id', 'type', 'data'],
+          properties: { id: { type: 'string' }, type: { type: 'string' }, data: { type: 'object' } },
+        },
+        example: { id: 'evt_1QxYz2AbCdEf', type: 'customer.subscription.updated', data: { object: { id: 'sub_1QxYz2', status: 'active' } } },
+      },
+    },
+  },
+};
