@@ -94,7 +94,7 @@ const ERROR_TITLES: Record<ErrorStatus, string> = {
   414: 'A path segment is too long',
   415: 'Unsupported media type',
   429: 'Throttled',
-  500: 'Processing failed (retried by the sender)',
+  500: 'Internal error (a fault of the service, logged under the X-Request-Id; nothing the client can fix)',
   502: 'An upstream provider failed',
   503: 'Temporarily unavailable',
   507: 'The file store is full',
@@ -106,6 +106,7 @@ const EXAMPLE_DETAILS: Record<string, string> = {
   not_found: 'Not found.',
   throttled: 'Request was throttled. Expected available in 12 seconds.',
   service_unavailable: 'Service temporarily unavailable, please retry.',
+  server_error: 'Internal server error.',
   payload_too_large: 'Request body is too large.',
   unsupported_media_type: 'Unsupported media type in request.',
 };
@@ -137,7 +138,7 @@ const rateLimitHeaders = () => ({
   'RateLimit-Reset': ref('headers', 'RateLimit-Reset'),
 });
 
-/** What the route's kind implies, whatever its own rules: authentication, input, bodies, dependencies. */
+/** What the route's kind implies, whatever its own rules: authentication, input, bodies, faults, dependencies. */
 export function commonErrors(route: { method: string; auth: RouteAuth; hasPathParams: boolean; idempotent: boolean }): ErrorCodes {
   const errors: Record<number, string[]> = {};
   const add = (status: ErrorStatus, ...codes: string[]) => (errors[status] ??= []).push(...codes);
@@ -153,6 +154,7 @@ export function commonErrors(route: { method: string; auth: RouteAuth; hasPathPa
     add(400, 'validation_error');
     add(409, 'idempotency_key_reused', 'idempotency_request_in_progress');
   }
+  add(500, 'server_error');
   add(503, 'service_unavailable');
   return errors as ErrorCodes;
 }

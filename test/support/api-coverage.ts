@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -6,13 +7,14 @@ import { isUndocumentedRoute, openApiPath, routeKey } from '../../src/platform/o
 /*
  * "Every status a route answered in the suite's own runs is documented for it." Each worker
  * process appends what its apps answered (`METHOD /route status`, each once) to its own file in
- * the run's directory and writes the document of its first app; after every file has run, the
+ * the run's directory and writes the document of each kind of app it built; after every file has run, the
  * global setup's teardown (global-setup.ts) compares the union with the documents. One file per
  * process and nothing read before the end: no race between parallel workers.
  */
 
 const seen = new Set<string>();
-let documentWritten = false;
+/** The route sets whose document this process wrote (an app of another configuration may have more routes). */
+const documented = new Set<string>();
 
 const observationsFile = (dir: string) => path.join(dir, `responses-${process.pid}.log`);
 
@@ -29,11 +31,12 @@ export function recordResponses(app: FastifyInstance, dir: string): void {
   });
 }
 
-/** Writes the document of this worker's first app (apps of other configurations may add routes: each writes once). */
+/** Writes the document of the app once per distinct set of routes (local or S3 storage, say) in this process. */
 export function writeDocumentOnce(app: FastifyInstance, dir: string): void {
-  if (documentWritten) return;
-  documentWritten = true;
-  writeFileSync(path.join(dir, `openapi-${process.pid}.json`), JSON.stringify(app.swagger()));
+  const routes = createHash('sha256').update([...app.registeredRoutes].sort().join('\n')).digest('hex').slice(0, 16);
+  if (documented.has(routes)) return;
+  documented.add(routes);
+  writeFileSync(path.join(dir, `openapi-${process.pid}-${routes}.json`), JSON.stringify(app.swagger()));
 }
 
 type Operation = { responses?: Record<string, unknown> };

@@ -77,7 +77,7 @@ export const workspacesDocs: OperationDocs = {
     description:
       'The owner only (403 `permission_denied`). `user` must be another current member (400 `invalid_new_owner`); ' +
       'the previous owner stays an admin.',
-    errors: { ...ownerOrAdmin, 400: ['invalid_new_owner'] },
+    errors: { ...ownerOrAdmin, 400: ['invalid_new_owner'], 409: ['workspace_archived'] },
     requestExample: { user: 57 },
   },
   'POST /api/workspaces/:id/leave/': {
@@ -109,7 +109,7 @@ export const membershipsDocs: OperationDocs = {
     operationId: 'workspace_memberships_replace',
     summary: 'Change a member\'s role (PUT)',
     description: 'Same as PATCH.',
-    errors: { 403: ['permission_denied', 'cannot_change_own_role', 'cannot_change_owner_role'] },
+    errors: { 403: ['permission_denied', 'cannot_change_own_role', 'cannot_change_owner_role'], 409: ['workspace_archived'] },
   },
   'PATCH /api/workspacememberships/:id/': {
     operationId: 'workspace_memberships_update',
