@@ -415,7 +415,7 @@ function applyDoc(operation: Json, docs: OperationDocs): void {
   }
   for (const response of Object.values(responses)) {
     // A documented schema-less 2xx (204) keeps its plain description.
-    if (response.description === 'Default Response') response.description = 'Success.';
+    if (response.description === 'Default Response') response.description = response.content ? 'Success.' : 'Done (no body).';
   }
   Object.assign(responses, doc.responses);
 

@@ -87,6 +87,7 @@ export const authDocs: OperationDocs = {
     summary: 'Update your name (PUT)',
     description: `Same as PATCH. ${noKeys}`,
     errors: { 400: ['email_change_requires_confirmation'], 403: ['api_key_not_allowed'] },
+    requestExample: { name: 'Ana M. Silva' },
     ...account,
   },
   'DELETE /auth/users/me/': {

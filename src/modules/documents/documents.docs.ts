@@ -97,6 +97,21 @@ export const documentsDocs: OperationDocs = {
       'per user (429).',
     errors: { 400: ['url_not_allowed', 'invalid_knowledge_bases'], 402: planLimits, ...changer },
     throttled: true,
+    responseExamples: {
+      202: {
+        document: {
+          ...document,
+          name: 'Refunds help page',
+          content_type: 'text/html',
+          size: 0,
+          source_kind: 'web_url',
+          source_url: 'https://www.example.org/help/refunds',
+          processing_status: 'pending',
+          knowledge_base_ids: [],
+        },
+        task: { ...task, status: 'PENDING' },
+      },
+    },
   },
   'GET /api/workspaces/:ws/documents/:id/': {
     operationId: 'documents_get',
@@ -109,6 +124,7 @@ export const documentsDocs: OperationDocs = {
     summary: 'Rename a document or change its knowledge bases (PUT)',
     description: 'Same as PATCH.',
     errors: { ...changer, 400: ['invalid_knowledge_bases'] },
+    requestExample: { name: 'Refund policy (2025 edition).pdf', knowledge_base_ids: ['0198f310-8d9e-7f0a-9b1c-2d3e4f5a6b7c'] },
   },
   'PATCH /api/workspaces/:ws/documents/:id/': {
     operationId: 'documents_update',

@@ -67,6 +67,7 @@ export const knowledgeBasesDocs: OperationDocs = {
     summary: 'Update a knowledge base (PUT)',
     description: `Same as PATCH. ${writers} ${sharing}`,
     errors: update,
+    requestExample: { name: kb.name, description: 'Refunds, shipping, warranty and returns terms.', is_shared_with_workspace: true },
   },
   'PATCH /api/workspaces/:ws/knowledge-bases/:id/': {
     operationId: 'knowledge_bases_update',

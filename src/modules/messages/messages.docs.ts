@@ -198,6 +198,7 @@ export const messagesDocs: OperationDocs = {
     operationId: 'messages_replace',
     summary: 'Change the text of your message (PUT)',
     description: 'Same as PATCH.',
+    requestExample: { content: 'How long do EU customers have to ask for a refund?' },
     errors: { 400: ['not_a_user_message'], 403: ['not_workspace_member', 'chat_read_only', 'not_message_author'], 409: ['workspace_archived'] },
   },
   [`PATCH ${base}/:id/`]: {

@@ -92,6 +92,7 @@ export const teamMembershipsDocs: OperationDocs = {
     summary: 'Change a team role (PUT)',
     description: 'Same as PATCH.',
     errors: { 403: ['permission_denied', 'cannot_change_own_role'], 409: ['workspace_archived'] },
+    requestExample: { role: 'admin' },
   },
   'PATCH /api/teammemberships/:id/': {
     operationId: 'team_memberships_update',

@@ -110,6 +110,7 @@ export const membershipsDocs: OperationDocs = {
     summary: 'Change a member\'s role (PUT)',
     description: 'Same as PATCH.',
     errors: { 403: ['permission_denied', 'cannot_change_own_role', 'cannot_change_owner_role'], 409: ['workspace_archived'] },
+    requestExample: { role: 'admin' },
   },
   'PATCH /api/workspacememberships/:id/': {
     operationId: 'workspace_memberships_update',
