@@ -279,6 +279,10 @@ const headerComponents = {
   'RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer', example: 17 } },
   'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer', example: 42 } },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', example: 12 } },
+  'Idempotent-Replayed': {
+    description: '`true` when this answer is the stored answer of an earlier request with the same Idempotency-Key.',
+    schema: { type: 'string', enum: ['true'] },
+  },
   'X-Stream-Id': {
     description: 'The id of this stream, for `POST .../messages/stream/stop/`.',
     schema: { type: 'string', example: 'a1b2c3d4e5f6' },
@@ -427,10 +431,10 @@ function applyDoc(operation: Json, docs: OperationDocs): void {
   for (const status of Object.keys(errors).map(Number).sort()) {
     responses[status] = errorResponse(status as ErrorStatus, errors[status]!);
   }
-  if (doc.throttled) {
-    for (const [status, response] of Object.entries(responses)) {
-      if (status.startsWith('2')) response.headers = { ...(response.headers as Json), ...rateLimitHeaders() };
-    }
+  for (const [status, response] of Object.entries(responses)) {
+    if (!status.startsWith('2')) continue;
+    if (doc.throttled) response.headers = { ...(response.headers as Json), ...rateLimitHeaders() };
+    if (facts.idempotent) response.headers = { ...(response.headers as Json), 'Idempotent-Replayed': ref('headers', 'Idempotent-Replayed') };
   }
   operation.responses = responses;
 }

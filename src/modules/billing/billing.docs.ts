@@ -106,6 +106,15 @@ export const billingDocs: OperationDocs = {
       500: ['webhook_processing_failed'],
       503: ['webhook_not_configured'],
     },
+    parameters: [
+      {
+        name: 'Payment-Signature',
+        in: 'header',
+        required: true,
+        description: "The provider's signature of the exact body (timestamped HMAC-SHA256 with PAYMENT_WEBHOOK_SECRET).",
+        schema: { type: 'string', example: 't=1741946700,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd' },
+      },
+    ],
     requestContent: {
       'application/json': {
         schema: {
