@@ -395,6 +395,36 @@ export function openApiOptions(options: OpenApiOptions): FastifyDynamicSwaggerOp
   };
 }
 
+/** Descriptions and examples of the parameters many routes share, by name (a route's own wording wins). */
+const PARAMETER_DOCS: Record<string, { description: string; example: string | number }> = {
+  ws: { description: 'The workspace id.', example: '0198f2a0-7d4e-7b21-9c3a-2f1e0d9c8b7a' },
+  session: { description: 'The chat id.', example: '0198f2b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b' },
+  id: { description: 'The id of the object the path names.', example: '0198f2b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b' },
+  task_id: { description: 'The `agent_task_id` of a queued reply.', example: '0198f2c5-0a1b-7c2d-8e3f-4a5b6c7d8e9f' },
+  invitationId: { description: 'The invitation id.', example: '0198f2f0-6b7c-7d8e-9f0a-1b2c3d4e5f60' },
+  link_uuid: { description: "The chat's shared link id (`link_uuid`).", example: '0198f2b0-1c2d-7e3f-8a4b-aa6d7e8f9a11' },
+  path: {
+    description: 'The object key of the signed URL (may contain `/`); use the URL as given.',
+    example: 'ws/0198f2a0-7d4e-7b21-9c3a-2f1e0d9c8b7a/0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b',
+  },
+  limit: { description: 'Page size: 50 by default, at most 200.', example: 50 },
+  offset: { description: 'How many items to skip.', example: 0 },
+  workspace: { description: 'Only the objects of this workspace (you must be a member).', example: '0198f2a0-7d4e-7b21-9c3a-2f1e0d9c8b7a' },
+  team: { description: 'Only the objects of this team.', example: '0198f2e0-4f5a-7b6c-8d7e-9f0a1b2c3d4e' },
+};
+
+function describeParameters(parameters: Json[]): void {
+  for (const parameter of parameters) {
+    const shared = typeof parameter.name === 'string' ? PARAMETER_DOCS[parameter.name] : undefined;
+    if (!shared || parameter.$ref) continue;
+    parameter.description ??= shared.description;
+    // Ids are UUIDs but for users (`/api/users/{id}/`, a number whose schema is shorter).
+    const maxLength = (parameter.schema as { maxLength?: number } | undefined)?.maxLength;
+    const fits = typeof shared.example !== 'string' || maxLength === undefined || shared.example.length <= maxLength;
+    parameter.example ??= fits ? shared.example : '42';
+  }
+}
+
 function applyDoc(operation: Json, docs: OperationDocs): void {
   const facts = operation[ROUTE_FACTS] as RouteFacts;
   delete operation[ROUTE_FACTS];
@@ -404,6 +434,7 @@ function applyDoc(operation: Json, docs: OperationDocs): void {
 
   if (facts.idempotent) parameters.push(ref('parameters', 'IdempotencyKey'));
   if (doc?.parameters) parameters.push(...doc.parameters);
+  describeParameters(parameters);
   if (parameters.length) operation.parameters = parameters;
   if (!doc) return;
 
