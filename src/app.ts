@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Deps } from './deps.js';
 import { apiKeyGuard } from './modules/auth/api-keys.guard.js';
 import { apiKeysRoutes } from './modules/auth/api-keys.routes.js';
@@ -24,6 +24,7 @@ import { teamsRoutes } from './modules/teams/teams.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
 import { membershipsRoutes } from './modules/workspaces/memberships.routes.js';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
+import { openApiDocument } from './openapi.js';
 import { registerAuthentication } from './platform/auth.js';
 import { registerCors } from './platform/cors.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandler } from './platform/error-handler.js';
@@ -94,27 +95,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   // NUL and lone surrogates in the body, query, path or headers of every route: 400.
   registerInputGate(app);
 
-  await app.register(fastifySwagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Workspace AI service',
-        description: 'Workspaces, AI chat, knowledge bases and subscription billing.',
-        version: '0.1.0',
-      },
-      components: {
-        securitySchemes: {
-          token: {
-            type: 'http',
-            scheme: 'bearer',
-            description: 'Token from POST /auth/token/login/, or a personal API key (wsai_...) from POST /auth/api-keys/',
-          },
-        },
-      },
-      security: [{ token: [] }],
-    },
-    transform: jsonSchemaTransform,
-  });
+  await app.register(fastifySwagger, openApiDocument(config.publicBaseUrl));
   await app.register(fastifySwaggerUi, { routePrefix: '/api/docs' });
   app.get('/api/schema/', { schema: { hide: true } }, async () => app.swagger());
 

@@ -33,14 +33,15 @@ describe('operations endpoints', () => {
 });
 
 describe('OpenAPI', () => {
-  it('serves an OpenAPI 3.1 document at /api/schema/ describing the routes', async () => {
+  it('serves an OpenAPI 3.2 document at /api/schema/ describing the routes', async () => {
     const res = await t.get('/api/schema/');
     expect(res.statusCode).toBe(200);
     const doc = res.json();
-    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.openapi).toBe('3.2.0');
     expect(doc.paths['/api/workspaces/']).toBeDefined();
     expect(doc.paths['/auth/token/login/'].post.requestBody).toBeDefined();
-    expect(doc.components.securitySchemes.token).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.sessionToken).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
   });
 
   it('serves the docs UI at /api/docs/', async () => {

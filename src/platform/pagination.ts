@@ -14,14 +14,38 @@ export interface PageResult<T> {
   results: T[];
 }
 
-/** The response schema of a paginated list of `item`. */
-export function paginated<T extends z.ZodType>(item: T) {
+function pageOf<T extends z.ZodType>(item: T) {
   return z.object({
     count: z.number().int(),
     next: z.url().nullable(),
     previous: z.url().nullable(),
     results: z.array(item),
   });
+}
+
+const pages = new WeakMap<z.ZodType, ReturnType<typeof pageOf>>();
+
+/**
+ * The response schema of a paginated list of `item`: one instance per item schema, named
+ * `<Item>Page` in the OpenAPI document when the item is named (so clients get a type for it).
+ */
+export function paginated<T extends z.ZodType>(item: T) {
+  const known = pages.get(item);
+  if (known) return known as ReturnType<typeof pageOf<T>>;
+  const page = pageOf(item);
+  pages.set(item, page);
+  const meta = z.globalRegistry.get(item);
+  if (meta?.id && !z.globalRegistry.has(page)) {
+    const example = (meta.examples as unknown[] | undefined)?.[0];
+    z.globalRegistry.add(page, {
+      id: `${meta.id}Page`,
+      description: `One page of ${meta.id} objects (\`?limit=&offset=\`), with links to the next and previous pages.`,
+      ...(example === undefined
+        ? {}
+        : { examples: [{ count: 1, next: null, previous: null, results: [example] }] }),
+    });
+  }
+  return page;
 }
 
 function pageUrl(request: FastifyRequest, limit: number, offset: number): string {

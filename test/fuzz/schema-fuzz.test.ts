@@ -69,7 +69,28 @@ const MULTIPART_FIELDS: Record<string, string[]> = {
 /** Operations whose body is not JSON the gate sees (a raw, signed body), with the reason. */
 const RAW_BODY = new Set(['POST /api/subscriptions/webhook']);
 
-function operations(doc: { paths: Record<string, Record<string, Record<string, unknown>>> }): Operation[] {
+/** A path parameter's name in the validation errors, when it differs from the document's (Fastify's wildcard). */
+const PARAM_FIELD: Record<string, string> = { path: '*' };
+
+type Document = {
+  paths: Record<string, Record<string, Record<string, unknown>>>;
+  components?: { schemas?: Record<string, JsonSchema> };
+};
+
+/** The schema with every `$ref` to a named component replaced by the component (named schemas are shared). */
+function resolveRefs(schema: unknown, doc: Document, seen: string[] = []): JsonSchema {
+  if (Array.isArray(schema)) return schema.map((item) => resolveRefs(item, doc, seen)) as unknown as JsonSchema;
+  if (!schema || typeof schema !== 'object') return schema as JsonSchema;
+  const ref = (schema as { $ref?: string }).$ref;
+  if (ref?.startsWith('#/components/schemas/')) {
+    const name = ref.slice('#/components/schemas/'.length);
+    if (seen.includes(name)) return {};
+    return resolveRefs(doc.components?.schemas?.[name], doc, [...seen, name]);
+  }
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, resolveRefs(value, doc, seen)])) as JsonSchema;
+}
+
+function operations(doc: Document): Operation[] {
   const out: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
@@ -80,7 +101,7 @@ function operations(doc: { paths: Record<string, Record<string, Record<string, u
         path,
         pathParams: parameters.filter((p) => p.in === 'path').map((p) => p.name),
         query: parameters.filter((p) => p.in === 'query').map((p) => ({ name: p.name, schema: p.schema })),
-        jsonBody: content['application/json']?.schema,
+        jsonBody: content['application/json'] ? resolveRefs(content['application/json'].schema, doc) : undefined,
         multipart: 'multipart/form-data' in content || `${method.toUpperCase()} ${path}` in MULTIPART_FIELDS,
       });
     }
@@ -238,7 +259,7 @@ function casesFor(op: Operation, w: FuzzWorld): FuzzCase[] {
   }
 
   for (const name of op.pathParams) {
-    cases.push({ label: `path ${name} NUL`, url: url(op, w, { [name]: `${paramValue(w, op.path, name)}%00` }), gate: { field: name, in: 'params' } });
+    cases.push({ label: `path ${name} NUL`, url: url(op, w, { [name]: `${paramValue(w, op.path, name)}%00` }), gate: { field: PARAM_FIELD[name] ?? name, in: 'params' } });
     cases.push({ label: `path ${name} bad UTF-8 (lone surrogate)`, url: url(op, w, { [name]: '%ED%A0%80' }) });
     cases.push({ label: `path ${name} oversized`, url: url(op, w, { [name]: 'p'.repeat(5_000) }) });
   }

@@ -8,6 +8,7 @@ import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config/env.js';
 import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
 import { createLogger } from '../../src/platform/logger.js';
+import { recordResponses, writeDocumentOnce } from './api-coverage.js';
 import { type TestDatabase, testDatabase, truncateAll } from './db.js';
 
 export interface Caller {
@@ -76,7 +77,9 @@ export async function createTestApp(
   const deps = await createDeps(config, log, { ...overrides, ...(shared ? { database: shared } : {}) });
   const database: TestDatabase = shared ?? { ...deps.database, url: env.DATABASE_URL };
   const app = await buildApp(deps);
+  recordResponses(app, inject('apiCoverageDir'));
   await app.ready();
+  writeDocumentOnce(app, inject('apiCoverageDir'));
   // As in the embedded server: jobs run in this process, so tests can enqueue and `drain()`.
   if (options.startWorker ?? true) await deps.jobs.startWorker();
 

@@ -1,8 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { openDatabase } from '../../src/db/client.js';
 import { runMigrations } from '../../src/db/migrate.js';
+import { undocumentedStatuses } from './api-coverage.js';
 import { deleteKeys } from './redis.js';
 
 /**
@@ -13,11 +17,31 @@ import { deleteKeys } from './redis.js';
 export default async function setup(project: TestProject) {
   const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   project.provide('testRunId', runId);
+  // What every test app answered, compared with the OpenAPI document at the end (api-coverage.ts).
+  const apiCoverageDir = path.join(tmpdir(), `wsai-api-coverage-${runId}`);
+  project.provide('apiCoverageDir', apiCoverageDir);
+  const checkApiCoverage = () => {
+    const problems = undocumentedStatuses(apiCoverageDir);
+    rmSync(apiCoverageDir, { recursive: true, force: true });
+    if (problems.length) {
+      // Vitest reports an error thrown here but still exits 0: the exit code makes the run fail.
+      process.exitCode = 1;
+      throw new Error(
+        `The OpenAPI document lacks ${problems.length} status(es) the suite saw (add them to the route's *.docs.ts):\n  ` +
+          problems.join('\n  '),
+      );
+    }
+  };
   const redisUrl = process.env.TEST_REDIS_URL;
   // Test apps use REDIS_PREFIX wsai-test-<runId>-<worker> (test/support/app.ts): remove their keys.
   const cleanRedis = redisUrl ? () => deleteKeys(redisUrl, `wsai-test-${runId}-`) : async () => {};
   const url = process.env.TEST_DATABASE_URL;
-  if (!url) return cleanRedis;
+  if (!url) {
+    return async () => {
+      await cleanRedis();
+      checkApiCoverage();
+    };
+  }
 
   const template = `wsai_test_${runId}_tpl`;
   const admin = new pg.Client({ connectionString: url });
@@ -39,6 +63,7 @@ export default async function setup(project: TestProject) {
     for (const { datname } of rows) await cleanup.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
     await cleanup.end();
     await cleanRedis();
+    checkApiCoverage();
   };
 }
 
@@ -51,5 +76,6 @@ export function withDatabase(url: string, database: string): string {
 declare module 'vitest' {
   export interface ProvidedContext {
     testRunId: string;
+    apiCoverageDir: string;
   }
 }

@@ -14,7 +14,6 @@ export const apiKeysRoutes: FastifyPluginAsyncZod<{ apiKeys: ApiKeysService }> =
     {
       schema: {
         tags,
-        description: 'Creates a personal API key. The full key is in this answer only; store it now.',
         body: createApiKeyBody,
         response: { 201: createdApiKeyOut },
       },

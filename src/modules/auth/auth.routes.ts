@@ -30,11 +30,6 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
       config: { auth: 'optional' },
       schema: {
         tags,
-        description:
-          'Registers an account (403 `signup_disabled` when ALLOW_SIGNUP is false) and mails an activation link. ' +
-          'With `invitation_token` (from an invitation mailed to `email`) the address is verified at once and no ' +
-          'activation mail is sent, also when sign-up is closed; a token that is not a pending invitation for ' +
-          '`email` is 400 `invalid_invitation_token`.',
         body: registerBody,
         response: { 201: userOut },
       },
@@ -48,10 +43,6 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
       config: { auth: 'none' },
       schema: {
         tags,
-        description:
-          '400 `invalid_credentials` for a wrong password or an unknown email alike; 403 `email_not_verified` when ' +
-          'REQUIRE_EMAIL_VERIFICATION is on and the address is not verified. THROTTLE_LOGIN per address and per ' +
-          'client IP: 429 with Retry-After.',
         body: loginBody,
         response: { 200: tokenOut },
       },
@@ -74,9 +65,6 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
       url: '/auth/users/me/',
       schema: {
         tags,
-        description:
-          'Partial update of `name`. `email` may only repeat the current address; another one is 400 ' +
-          '`email_change_requires_confirmation` (use `set_email/`) and nothing is changed.',
         body: updateMeBody,
         response: { 200: accountOut },
       },
@@ -104,9 +92,6 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
       config: { auth: 'none' },
       schema: {
         tags,
-        description:
-          'Mails a single-use reset link when the address has an account; always 204. THROTTLE_LOGIN per address ' +
-          'and per client IP: 429 with Retry-After.',
         body: resetPasswordBody,
         response: noContent,
       },
@@ -133,9 +118,6 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
       config: { auth: 'none' },
       schema: {
         tags,
-        description:
-          'Proves the account\'s email address with the uid and token of the activation mail (sent on registration). ' +
-          'The token works once and expires after EMAIL_TOKEN_TTL_SECONDS; otherwise 400 `invalid_token`.',
         body: activationBody,
         response: noContent,
       },
@@ -152,10 +134,6 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
       config: { auth: 'none' },
       schema: {
         tags,
-        description:
-          'Mails a new activation link when the address belongs to an account that is not verified yet; older links ' +
-          'stop working. Always 204, so it does not reveal which addresses have accounts. THROTTLE_LOGIN per address ' +
-          'and per client IP: 429 with Retry-After.',
         body: resendActivationBody,
         response: noContent,
       },
@@ -171,11 +149,6 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
     {
       schema: {
         tags,
-        description:
-          'Asks to change the email address: mails a confirmation link to `new_email` and a notice to the current ' +
-          'address; the current address stands until the link is used. 400 `invalid_password`, `email_taken`, ' +
-          '`email_unchanged`. THROTTLE_LOGIN per address (the account\'s and the new one) and per client IP: 429 ' +
-          'with Retry-After.',
         body: setEmailBody,
         response: noContent,
       },
@@ -197,9 +170,6 @@ export const authRoutes: FastifyPluginAsyncZod<{ auth: AuthService }> = async (a
       config: { auth: 'none' },
       schema: {
         tags,
-        description:
-          'Makes the change with the uid and token mailed to the new address, which is then verified. 400 ' +
-          '`invalid_token` (wrong, used, expired or superseded link) or `email_taken` (the address was taken meanwhile).',
         body: setEmailConfirmBody,
         response: noContent,
       },

@@ -13,7 +13,6 @@ export const checkoutRoutes: FastifyPluginAsyncZod<{ checkout: CheckoutService }
     {
       schema: {
         tags,
-        summary: 'Start a checkout for a paid plan (owner or admin); returns the hosted checkout URL',
         params,
         body: checkoutBody,
         response: { 200: redirectOut },
@@ -27,7 +26,6 @@ export const checkoutRoutes: FastifyPluginAsyncZod<{ checkout: CheckoutService }
     {
       schema: {
         tags,
-        summary: "Open the provider's billing portal (billing contact only); returns its URL",
         params,
         response: { 200: redirectOut },
       },

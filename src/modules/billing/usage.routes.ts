@@ -13,7 +13,6 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageService }> = async
     {
       schema: {
         tags: ['billing'],
-        summary: 'Calls, tokens and cost per user, model, kind or day (owner and admins: everyone; members: their own)',
         params: workspaceIdParams,
         querystring: usageQuery,
         // `format=csv` answers text/csv with the same groups (all of them) instead.

@@ -20,8 +20,6 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhooks: WebhookService }> 
       config: { auth: 'none' },
       schema: {
         tags: ['billing'],
-        summary: 'Payment provider events (signed with the Payment-Signature header)',
-        security: [],
         response: { 200: webhookAck },
       },
     },

@@ -99,7 +99,7 @@ export const chatsRoutes: FastifyPluginAsyncZod<{ chats: ChatsService }> = async
     '/api/chats/shared/:link_uuid/',
     {
       config: { auth: 'optional' },
-      schema: { tags, params: sharedLinkParams, response: { 200: publicChatOut }, security: [{}, { token: [] }] },
+      schema: { tags, params: sharedLinkParams, response: { 200: publicChatOut } },
     },
     async (request) => chats.sharedView(request.user?.id ?? null, request.params.link_uuid),
   );

@@ -29,9 +29,6 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description:
-          'Workspace owner or admin. Mails an accept link to the address. 400 `already_member` when the person ' +
-          'is already a member; 409 `invitation_pending` while another invitation for the address is pending.',
         params: targetParams,
         body: createInvitationBody,
         response: { 201: invitationOut },
@@ -46,7 +43,6 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description: "Workspace owner or admin: the workspace's invitations (not its teams'), newest first.",
         params: targetParams,
         querystring: listQuery,
         response: { 200: paginated(invitationOut) },
@@ -65,7 +61,6 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description: 'Workspace owner or admin revokes a pending invitation (409 `invitation_not_pending` otherwise).',
         params: scopedInvitationParams,
         response: noContent,
       },
@@ -82,9 +77,6 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description:
-          'Team admin, workspace owner or workspace admin. The invitee must already be a member of the workspace ' +
-          '(400 `invitee_not_workspace_member`); `role` is the team role.',
         params: targetParams,
         body: createInvitationBody,
         response: { 201: invitationOut },
@@ -99,7 +91,6 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description: "Team admin, workspace owner or workspace admin: the team's invitations, newest first.",
         params: targetParams,
         querystring: listQuery,
         response: { 200: paginated(invitationOut) },
@@ -118,7 +109,6 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description: 'Team admin, workspace owner or workspace admin revokes a pending team invitation.',
         params: scopedInvitationParams,
         response: noContent,
       },
@@ -135,9 +125,6 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description:
-          'Your pending, unexpired invitations (matched by your email address), newest first. Empty while your ' +
-          'address is not verified.',
         querystring: pageQuery,
         response: { 200: paginated(invitationOut) },
       },
@@ -150,14 +137,6 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description:
-          'The invitee joins the workspace (or team) with the invited role. Proof of the address: `{"token"}` from ' +
-          'the invitation mail (which also verifies the account\'s address), or no body when the account\'s address ' +
-          'is verified and is the invitation\'s. 403 `invitation_email_mismatch` (the token, another account\'s ' +
-          'address), 403 `email_not_verified` (no token, unverified address); 404 for anyone else and for a token ' +
-          'that is not this invitation\'s; 409 `invitation_not_pending` once accepted, declined or revoked; 410 ' +
-          '`invitation_expired`; 409 `workspace_archived`. A team invitation needs current membership of the ' +
-          'workspace (403).',
         params: invitationIdParams,
         body: answerInvitationBody,
         response: { 200: invitationOut },
@@ -171,7 +150,6 @@ export const invitationsRoutes: FastifyPluginAsyncZod<{ invitations: Invitations
     {
       schema: {
         tags,
-        description: 'The invitee declines. Same proof of the address, and the same 403, 404, 409 and 410 rules, as accept.',
         params: invitationIdParams,
         body: answerInvitationBody,
         response: { 200: invitationOut },

@@ -142,11 +142,6 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     {
       schema: {
         tags,
-        summary: 'Reattach to a stream',
-        description:
-          'Replays the events of a stream after `Last-Event-ID` (header, or `last_event_id`), or from the start, then ' +
-          'follows it live until `done` or `error`. After the end it answers at once; once the buffer has expired, a ' +
-          '`done` rebuilt from the saved reply. For anyone who may read the chat; 404 otherwise and for an unknown stream.',
         params: streamPathParams,
         querystring: reattachQuery,
         headers: reattachHeaders,

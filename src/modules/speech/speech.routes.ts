@@ -30,10 +30,6 @@ export const speechRoutes: FastifyPluginAsyncZod<{ speech: SpeechService }> = as
     {
       schema: {
         tags,
-        summary: 'Speech to text',
-        description:
-          'multipart/form-data: `workspace_id`, optional `language` (ISO 639-1 hint) and `audio_file` (at most 26,214,400 bytes; ' +
-          'mp3, mpeg, mpga, mp4, m4a, wav, webm, ogg or flac). Send the fields before the file.',
         consumes: ['multipart/form-data'],
         response: { 200: transcriptionOut },
       },

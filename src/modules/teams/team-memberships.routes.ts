@@ -25,7 +25,6 @@ export const teamMembershipsRoutes: FastifyPluginAsyncZod<{ teamMemberships: Tea
     {
       schema: {
         tags,
-        description: 'Memberships of the teams in your workspaces; `?team=` and `?workspace=` narrow the list.',
         querystring: listQuery,
         response: { 200: paginated(teamMembershipOut) },
       },
@@ -52,9 +51,6 @@ export const teamMembershipsRoutes: FastifyPluginAsyncZod<{ teamMemberships: Tea
       url: '/api/teammemberships/:id/',
       schema: {
         tags,
-        description:
-          'Team admin, workspace owner or workspace admin. A team admin cannot change their own team role ' +
-          '(403 `cannot_change_own_role`); the workspace owner and admins can.',
         params,
         body: changeTeamRoleBody,
         response: { 200: teamMembershipOut },
@@ -69,7 +65,6 @@ export const teamMembershipsRoutes: FastifyPluginAsyncZod<{ teamMemberships: Tea
     {
       schema: {
         tags,
-        description: 'Team admin, workspace owner or workspace admin removes a member; any member may leave a team.',
         params,
         response: { 204: z.undefined() },
       },

@@ -23,7 +23,6 @@ export const teamsRoutes: FastifyPluginAsyncZod<{ teams: TeamsService }> = async
     {
       schema: {
         tags,
-        description: 'Teams of every workspace you belong to; `?workspace=` narrows to one workspace.',
         querystring: listQuery,
         response: { 200: paginated(teamOut) },
       },
@@ -36,9 +35,6 @@ export const teamsRoutes: FastifyPluginAsyncZod<{ teams: TeamsService }> = async
     {
       schema: {
         tags,
-        description:
-          'Workspace owner or admin. The creator becomes the first member of the team, with the `admin` team role. ' +
-          'Team names are unique within a workspace (400 `team_name_taken`).',
         body: createTeamBody,
         response: { 201: teamOut },
       },
@@ -50,16 +46,15 @@ export const teamsRoutes: FastifyPluginAsyncZod<{ teams: TeamsService }> = async
     teams.get(currentUser(request).id, request.params.id),
   );
 
-  const updateDescription = 'Team admin, workspace owner or workspace admin.';
   app.put(
     '/api/teams/:id/',
-    { schema: { tags, description: updateDescription, params, body: replaceTeamBody, response: { 200: teamOut } } },
+    { schema: { tags, params, body: replaceTeamBody, response: { 200: teamOut } } },
     async (request) => teams.update(currentUser(request).id, request.params.id, request.body),
   );
 
   app.patch(
     '/api/teams/:id/',
-    { schema: { tags, description: updateDescription, params, body: updateTeamBody, response: { 200: teamOut } } },
+    { schema: { tags, params, body: updateTeamBody, response: { 200: teamOut } } },
     async (request) => teams.update(currentUser(request).id, request.params.id, request.body),
   );
 
@@ -68,8 +63,6 @@ export const teamsRoutes: FastifyPluginAsyncZod<{ teams: TeamsService }> = async
     {
       schema: {
         tags,
-        description:
-          'Team admin, workspace owner or workspace admin. Deletes the team, its memberships and invitations.',
         params,
         response: { 204: z.undefined() },
       },

@@ -23,7 +23,7 @@ export async function localStorageRoutes(app: FastifyInstance, { storage }: Opti
 
   app.put<Wildcard>(
     `${UPLOAD_PATH}*`,
-    { config: { auth: 'none' }, schema: { hide: true } },
+    { config: { auth: 'none' }, schema: { tags: ['files'] } },
     async (request, reply) => {
       const key = request.params['*'];
       const grant = storage.verifyUpload(key, request.query, request.headers['content-type']);
@@ -47,7 +47,7 @@ export async function localStorageRoutes(app: FastifyInstance, { storage }: Opti
 
   app.get<Wildcard>(
     `${DOWNLOAD_PATH}*`,
-    { config: { auth: 'none' }, schema: { hide: true } },
+    { config: { auth: 'none' }, schema: { tags: ['files'] } },
     async (request, reply) => {
       const key = request.params['*'];
       const grant = storage.verifyDownload(key, request.query);
