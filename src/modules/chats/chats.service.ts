@@ -9,7 +9,7 @@ import { findUserByEmail } from '../users/users.repo.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/workspaces.access.js';
 import { findWorkspaceWithMembership } from '../workspaces/workspaces.repo.js';
 import { requestReaches } from '../auth/api-keys.guard.js';
-import { toUserOut } from '../auth/auth.service.js';
+import { toUserOut } from '../users/index.js';
 import { listMessagesOfChat } from '../messages/messages.repo.js';
 import { loadChat } from './chats.access.js';
 import { chatErrors } from './chats.errors.js';

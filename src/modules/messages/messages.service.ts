@@ -32,7 +32,7 @@ import { type ChatAccess, loadChat } from '../chats/chats.access.js';
 import { chatErrors } from '../chats/chats.errors.js';
 import { findChatById, touchChat } from '../chats/chats.repo.js';
 import { assertWritable } from '../workspaces/workspaces.access.js';
-import type { MessageAttachment, MessageUsage } from '../chats/chats.table.js';
+import type { MessageAttachment, MessageUsage } from './messages.table.js';
 import { buildCallSettings } from '../models/call-settings.js';
 import type { ModelCatalog } from '../models/catalog.js';
 import type { ChatModel } from '../models/models.schemas.js';
