@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Db, DbOrTx } from '../../db/client.js';
 import { PaymentRequiredError } from '../../platform/errors.js';
 import type { ServiceMetrics } from '../../platform/metrics.js';
-import { tokenCost, type ModelCatalog } from '../models/catalog.js';
+import { tokenCost, type ModelCatalog } from '../models/index.js';
 import { lockWorkspace } from '../workspaces/workspaces.repo.js';
 import type { UsageKind } from './billing.table.js';
 import * as repo from './credit.repo.js';

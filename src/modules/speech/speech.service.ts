@@ -10,20 +10,20 @@ import type { Db } from '../../db/client.js';
 import { AppError, fieldError } from '../../platform/errors.js';
 import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import { throttle } from '../../platform/ratelimit/rates.js';
-import type { CreditService, Reservation } from '../billing/credit.service.js';
-import { type Plans, planIncludesModel } from '../billing/plans.js';
-import { resolveBillingState } from '../billing/state.js';
+import type { CreditService, Reservation } from '../billing/index.js';
+import { type Plans, planIncludesModel } from '../billing/index.js';
+import { resolveBillingState } from '../billing/index.js';
 import {
   buildCallSettings,
   DEFAULT_MAX_OUTPUT_TOKENS,
   DEFAULT_REASONING_MAX_OUTPUT_TOKENS,
   type ProviderOptions,
-} from '../models/call-settings.js';
-import { type ModelCatalog, tokenCost } from '../models/catalog.js';
+} from '../models/index.js';
+import { type ModelCatalog, tokenCost } from '../models/index.js';
 import type { ServiceMetrics } from '../../platform/metrics.js';
-import type { ChatModel } from '../models/models.schemas.js';
-import { type ModelRegistry, parseModelSpec, type ResolvedTranscriptionModel } from '../models/providers.js';
-import { requireMember, type WorkspaceAccess } from '../workspaces/workspaces.access.js';
+import type { ChatModel } from '../models/index.js';
+import { type ModelRegistry, parseModelSpec, type ResolvedTranscriptionModel } from '../models/index.js';
+import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
 import type { WorkspaceRow } from '../workspaces/workspaces.repo.js';
 import {
   type AudioFormat,

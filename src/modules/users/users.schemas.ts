@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { workspaceRoles } from '../workspaces/workspaces.schemas.js';
+import { workspaceRoles } from '../workspaces/index.js';
 import { accountOut, userName } from './users.shapes.js';
 
 export const meOut = accountOut.extend({
