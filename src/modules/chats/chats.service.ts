@@ -2,7 +2,7 @@ import type { Db } from '../../db/client.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { isUuid } from '../../platform/ids.js';
 import type { CreditService } from '../billing/index.js';
-import { type Plans, planIncludesModel } from '../billing/index.js';
+import { modelNotInPlan, type Plans, planIncludesModel } from '../billing/index.js';
 import { resolveBillingState } from '../billing/index.js';
 import type { ModelCatalog } from '../models/index.js';
 import { findUserByEmail } from '../users/users.repo.js';
@@ -57,7 +57,7 @@ export function createChatsService({ db, plans, catalog, credit }: ChatsServiceD
     const id = modelId ?? state.plan.default_model;
     const model = catalog.chatModel(id);
     if (!model) throw chatErrors.unknownModel(id);
-    if (!planIncludesModel(state.plan, model)) throw chatErrors.modelNotInPlan(id);
+    if (!planIncludesModel(state.plan, model)) throw modelNotInPlan(id);
     await credit.assertAvailable(access.workspace);
     return model;
   }

@@ -26,7 +26,7 @@ import type { AgentEvent } from '../agents/index.js';
 import { agentFramework, ModelCallError } from '../agents/index.js';
 import type { KnowledgeSearch } from '../agents/index.js';
 import type { CreditService, Reservation } from '../billing/index.js';
-import { type Plans, planIncludesModel } from '../billing/index.js';
+import type { Plans } from '../billing/index.js';
 import { resolveBillingState } from '../billing/index.js';
 import { type ChatAccess, loadChat } from '../chats/index.js';
 import { chatErrors } from '../chats/index.js';
@@ -170,8 +170,6 @@ export function createMessagesService(deps: MessagesServiceDeps) {
   async function admitModelCall(access: ChatAccess, estimateText: string) {
     const model = catalog.chatModel(access.chat.aiModel);
     if (!model) throw chatErrors.unknownModel(access.chat.aiModel);
-    const state = await resolveBillingState(db, plans, access.workspace.workspace);
-    if (!planIncludesModel(state.plan, model)) throw chatErrors.modelNotInPlan(model.id);
     // Resolving the model now turns an unconfigured provider into a JSON error before streaming.
     modelRegistry.languageModel(model.id);
     const { settings } = buildCallSettings(model, {
@@ -181,7 +179,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     const estimate =
       (estimateTokens(estimateText) * model.input_price_per_million + settings.maxOutputTokens * model.output_price_per_million) /
       1_000_000;
-    const reservation = await credit.reserve(access.workspace.workspace.id, estimate);
+    // The billing gate: plan inclusion and credit, on one read of the billing state.
+    const reservation = await credit.admit({ workspace: access.workspace.workspace, model, estimate });
     return { model, reservation };
   }
 
