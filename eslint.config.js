@@ -36,6 +36,12 @@ export default tseslint.config(
     },
   },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+  // The dependency-cruiser configuration (module boundaries): plain CommonJS read by depcruise.
+  {
+    files: ['.dependency-cruiser.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { parserOptions: { projectService: false }, sourceType: 'commonjs', globals: { module: 'writable' } },
+  },
   // Plain-Node scripts (no TypeScript: they run where dev dependencies were pruned).
   {
     files: ['scripts/**/*.mjs'],

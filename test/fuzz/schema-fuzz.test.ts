@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentTasks, messages } from '../../src/modules/chats/chats.table.js';
+import { agentTasks, messages } from '../../src/modules/messages/messages.table.js';
 import { billingEnv, startBillingFakes, stopBillingFakes } from '../role-matrix/billing.rows.js';
 import { documentsEnv, startDocumentsSite, stopDocumentsSite } from '../role-matrix/documents.rows.js';
 import { modelEnv, startModelFake, stopModelFake } from '../role-matrix/messages.rows.js';

@@ -1,5 +1,5 @@
 import { startFakeModelServer, type FakeModelServer } from '../support/fake-model-server.js';
-import { agentTasks, messages } from '../../src/modules/chats/chats.table.js';
+import { agentTasks, messages } from '../../src/modules/messages/messages.table.js';
 import { type MatrixRow, statuses, type World } from './world.js';
 
 let fake: FakeModelServer | undefined;

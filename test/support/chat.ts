@@ -4,7 +4,7 @@ import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import { creditUsage } from '../../src/modules/billing/billing.table.js';
-import { messages } from '../../src/modules/chats/chats.table.js';
+import { messages } from '../../src/modules/messages/messages.table.js';
 import { type TestApp, type TestOverrides, useTestApp } from './app.js';
 import { addMember, newUser, newWorkspace, type TestUser, type TestWorkspace } from './factories.js';
 import { type FakeModelServer, startFakeModelServer } from './fake-model-server.js';

@@ -4,7 +4,7 @@ import { AppError } from '../../platform/errors.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { randomToken, sha256Hex } from '../../platform/secrets.js';
-import { requireMember } from '../workspaces/workspaces.access.js';
+import { requireMember } from '../workspaces/index.js';
 import { apiKeyErrors, apiKeyRefusalErrors } from './api-keys.errors.js';
 import * as repo from './api-keys.repo.js';
 import type { ApiKeyOut, CreateApiKeyInput, CreatedApiKeyOut } from './api-keys.schemas.js';

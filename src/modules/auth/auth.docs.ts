@@ -1,6 +1,7 @@
 import { namedSchema, type OperationDocs, SESSION_ONLY } from '../../platform/openapi.js';
 import { apiKeyOut, createApiKeyBody, createdApiKeyOut } from './api-keys.schemas.js';
-import { accountOut, registerBody, userOut } from './auth.schemas.js';
+import { registerBody } from './auth.schemas.js';
+import { accountOut, userOut } from '../users/index.js';
 
 const user = { id: 42, email: 'ana.silva@example.com', name: 'Ana Silva' };
 const apiKey = {

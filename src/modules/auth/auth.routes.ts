@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { currentUser } from '../../platform/auth.js';
 import {
-  accountOut,
   activationBody,
   deleteMeBody,
   loginBody,
@@ -15,8 +14,8 @@ import {
   setPasswordBody,
   tokenOut,
   updateMeBody,
-  userOut,
 } from './auth.schemas.js';
+import { accountOut, userOut } from '../users/index.js';
 import type { AuthService } from './auth.service.js';
 
 const tags = ['auth'];

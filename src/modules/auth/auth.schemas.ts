@@ -1,7 +1,6 @@
 import { z } from 'zod';
+import { email, userName } from '../users/index.js';
 
-export const email = z.email().max(254).transform((v) => v.trim().toLowerCase());
-export const userName = z.string().trim().max(150);
 
 /** Password rules: long enough, not absurdly long (argon2 input bound), not all digits. */
 export const password = z
@@ -10,12 +9,6 @@ export const password = z
   .max(128, 'This password is too long.')
   .refine((v) => !/^\d+$/.test(v), 'This password is entirely numeric.');
 
-export const userOut = z.object({ id: z.number().int(), email: z.string(), name: z.string() });
-export type UserOut = z.output<typeof userOut>;
-
-/** The caller's own account: a user plus whether its email address is proven. */
-export const accountOut = userOut.extend({ email_verified: z.boolean() });
-export type AccountOut = z.output<typeof accountOut>;
 
 /** A user id as mailed links carry it (string or number). */
 const uid = z.union([z.string().max(32), z.number().int()]).transform(String);

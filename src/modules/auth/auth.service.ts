@@ -15,7 +15,8 @@ import { countOwnedWorkspaces } from '../workspaces/workspaces.repo.js';
 import { revokeUserApiKeys } from './api-keys.repo.js';
 import { authErrors } from './auth.errors.js';
 import { activationMail, emailChangeConfirmMail, emailChangeNoticeMail } from './auth.mail.js';
-import { type AccountOut, email as emailSchema, password as passwordSchema, type UserOut, userName } from './auth.schemas.js';
+import { password as passwordSchema } from './auth.schemas.js';
+import { type AccountOut, email as emailSchema, toAccountOut, toUserOut, type UserOut, userName } from '../users/index.js';
 
 export interface AuthServiceDeps {
   db: Db;
@@ -52,15 +53,6 @@ let dummyHash: Promise<string> | undefined;
 
 // Writing last_used_at on every request would turn each read into a write; once a minute is enough.
 const TOUCH_INTERVAL_MS = 60_000;
-
-export function toUserOut(user: { id: number; email: string; name: string }): UserOut {
-  return { id: user.id, email: user.email, name: user.name };
-}
-
-/** The caller's own account, with whether its current address is proven. */
-export function toAccountOut(user: usersRepo.UserRow): AccountOut {
-  return { ...toUserOut(user), email_verified: user.emailVerifiedAt !== null };
-}
 
 /** Endpoints where someone may guess a password or flood an inbox: throttled per address and per client IP. */
 type GuardedAction = 'login' | 'reset_password' | 'resend_activation' | 'set_email';

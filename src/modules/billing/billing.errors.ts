@@ -2,12 +2,19 @@ import {
   AppError,
   ConflictError,
   NotFoundError,
+  PaymentRequiredError,
   PermissionDeniedError,
   ServiceUnavailableError,
   ValidationError,
 } from '../../platform/errors.js';
 
+/** The one `model_not_in_plan` refusal: chats (choosing a model), messages and speech (admit) all raise it. */
+export const modelNotInPlan = (id: string) =>
+  new PaymentRequiredError(`The workspace's plan does not include the model "${id}".`, 'model_not_in_plan');
+
 export const billingErrors = {
+  // --- the model-call gate (admit) ---
+  modelNotInPlan,
   // --- webhook ---
   invalidSignature: () =>
     new ValidationError('Missing or invalid Payment-Signature header.', undefined, 'invalid_signature'),

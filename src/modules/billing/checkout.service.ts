@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { Db } from '../../db/client.js';
 import { sha256Hex } from '../../platform/secrets.js';
-import { requireMember } from '../workspaces/workspaces.access.js';
-import { isOwnerOrAdmin } from '../workspaces/workspaces.policy.js';
+import { requireMember } from '../workspaces/index.js';
+import { isOwnerOrAdmin } from '../workspaces/index.js';
 import { findCustomerByUser, findGrantingSubscription, findUserSummary, type CustomerRow } from './billing.repo.js';
 import { billingErrors } from './billing.errors.js';
 import type { CheckoutBody, RedirectOut } from './checkout.schemas.js';

@@ -2,11 +2,12 @@ import type { Logger } from 'pino';
 import type { Db, DbOrTx } from '../../db/client.js';
 import { PaymentRequiredError } from '../../platform/errors.js';
 import type { ServiceMetrics } from '../../platform/metrics.js';
-import { tokenCost, type ModelCatalog } from '../models/catalog.js';
+import { tokenCost, type ModelCatalog } from '../models/index.js';
 import { lockWorkspace } from '../workspaces/workspaces.repo.js';
 import type { UsageKind } from './billing.table.js';
 import * as repo from './credit.repo.js';
-import type { Plans } from './plans.js';
+import { billingErrors } from './billing.errors.js';
+import { planIncludesModel, type Plans } from './plans.js';
 import { resolveBillingState } from './state.js';
 
 export const creditExhausted = () =>
@@ -17,6 +18,13 @@ export interface Reservation {
   id: string;
   workspaceId: string;
   amountUsd: number;
+}
+
+/** What `admit` needs: whose credit, which model (for the plan rule), and the estimated cost in USD. */
+export interface AdmitRequest {
+  workspace: string | { id: string };
+  model?: { id: string; tier: string };
+  estimate: number;
 }
 
 /** What a call really used; cost comes from the catalog unless given. */
@@ -83,6 +91,27 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
     return { state, usedUsd, limitUsd: state.plan.ai_credit };
   }
 
+  /**
+   * The billing gate before every model call: with the workspace's row locked and its billing
+   * state read once, refuses a model outside the plan (402 `model_not_in_plan`) and a period
+   * whose credit is used up (402 `credit_exhausted`), then holds `estimate` USD of credit.
+   * `model` is omitted when no plan rule applies (an operator-chosen model, embeddings).
+   */
+  async function admit({ workspace, model, estimate }: AdmitRequest): Promise<Reservation> {
+    const workspaceId = typeof workspace === 'string' ? workspace : workspace.id;
+    return db.transaction(async (tx) => {
+      const row = await lockWorkspace(tx, workspaceId);
+      if (!row) throw new Error(`admit: workspace ${workspaceId} does not exist`);
+      const { state, usedUsd, limitUsd } = await used(tx, row);
+      if (model && !planIncludesModel(state.plan, model)) throw billingErrors.modelNotInPlan(model.id);
+      const reserved = await repo.sumOpenReservations(tx, workspaceId);
+      if (usedUsd + reserved >= limitUsd) throw refuse();
+      const amount = Math.max(0, estimate);
+      const reservation = await repo.insertReservation(tx, workspaceId, amount, new Date(Date.now() + RESERVATION_TTL_MS));
+      return { id: reservation.id, workspaceId, amountUsd: amount };
+    });
+  }
+
   return {
     costOf,
 
@@ -103,17 +132,11 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
       if (usedUsd + reserved >= limitUsd) throw refuse();
     },
 
+    admit,
+
+    /** `admit` without a plan rule: holds `estimateUsd` of the workspace's credit. */
     async reserve(workspaceId: string, estimateUsd: number): Promise<Reservation> {
-      return db.transaction(async (tx) => {
-        const workspace = await lockWorkspace(tx, workspaceId);
-        if (!workspace) throw new Error(`reserve: workspace ${workspaceId} does not exist`);
-        const { usedUsd, limitUsd } = await used(tx, workspace);
-        const reserved = await repo.sumOpenReservations(tx, workspaceId);
-        if (usedUsd + reserved >= limitUsd) throw refuse();
-        const amount = Math.max(0, estimateUsd);
-        const row = await repo.insertReservation(tx, workspaceId, amount, new Date(Date.now() + RESERVATION_TTL_MS));
-        return { id: row.id, workspaceId, amountUsd: amount };
-      });
+      return admit({ workspace: workspaceId, estimate: estimateUsd });
     },
 
     /** Records the real cost once (per reference id) and frees the reservation. Returns the cost charged. */

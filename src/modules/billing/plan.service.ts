@@ -1,6 +1,6 @@
 import type { Db } from '../../db/client.js';
-import { requireMember } from '../workspaces/workspaces.access.js';
-import { isOwnerOrAdmin } from '../workspaces/workspaces.policy.js';
+import { requireMember } from '../workspaces/index.js';
+import { isOwnerOrAdmin } from '../workspaces/index.js';
 import { findUserSummary } from './billing.repo.js';
 import type { CreditService, CreditSummary } from './credit.service.js';
 import type { PlanOut } from './plan.schemas.js';

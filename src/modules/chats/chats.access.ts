@@ -1,6 +1,6 @@
 import type { DbOrTx } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
-import { assertWritable, requireMember, type WorkspaceAccess } from '../workspaces/workspaces.access.js';
+import { assertWritable, requireMember, type WorkspaceAccess } from '../workspaces/index.js';
 import { chatErrors } from './chats.errors.js';
 import { type ChatViewer, canManageChat, canReadChat, canWriteInChat } from './chats.policy.js';
 import * as repo from './chats.repo.js';

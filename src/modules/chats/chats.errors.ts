@@ -1,4 +1,4 @@
-import { NotFoundError, PaymentRequiredError, PermissionDeniedError, ValidationError } from '../../platform/errors.js';
+import { NotFoundError, PermissionDeniedError, ValidationError } from '../../platform/errors.js';
 
 export const chatErrors = {
   notFound: () => new NotFoundError('Chat not found.'),
@@ -7,8 +7,6 @@ export const chatErrors = {
     new PermissionDeniedError('You can read this chat but not write in it.', 'chat_read_only'),
   unknownModel: (id: string) =>
     new ValidationError(`Unknown model "${id}".`, { ai_model: [`Unknown model "${id}".`] }, 'unknown_model'),
-  modelNotInPlan: (id: string) =>
-    new PaymentRequiredError(`The workspace's plan does not include the model "${id}".`, 'model_not_in_plan'),
   shareTargetInvalid: () =>
     new ValidationError(
       'A chat can be shared only with a current member of the workspace other than its owner.',

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { useTestApp } from '../../../test/support/app.js';
 import { recordUsage, subscribe } from '../../../test/support/billing.js';
 import { addMember, newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
-import { messages } from './chats.table.js';
+import { messages } from '../messages/messages.table.js';
 
 const t = useTestApp();
 

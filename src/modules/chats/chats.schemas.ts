@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { pathId } from '../../platform/ids.js';
-import { agentFrameworkNames } from '../agents/registry.names.js';
-import { userOut } from '../auth/auth.schemas.js';
-import { modelParametersSchema } from '../models/call-settings.js';
+import { agentFrameworkNames } from '../agents/index.js';
+import { userOut } from '../users/index.js';
+import { modelParametersSchema } from '../models/index.js';
 
 const timestamp = z.iso.datetime({ offset: true });
 

@@ -1,15 +1,15 @@
 import type { Db } from '../../db/client.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { isUuid } from '../../platform/ids.js';
-import type { CreditService } from '../billing/credit.service.js';
-import { type Plans, planIncludesModel } from '../billing/plans.js';
-import { resolveBillingState } from '../billing/state.js';
-import type { ModelCatalog } from '../models/catalog.js';
+import type { CreditService } from '../billing/index.js';
+import { modelNotInPlan, type Plans, planIncludesModel } from '../billing/index.js';
+import { resolveBillingState } from '../billing/index.js';
+import type { ModelCatalog } from '../models/index.js';
 import { findUserByEmail } from '../users/users.repo.js';
-import { requireMember, type WorkspaceAccess } from '../workspaces/workspaces.access.js';
+import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
 import { findWorkspaceWithMembership } from '../workspaces/workspaces.repo.js';
-import { requestReaches } from '../auth/api-keys.guard.js';
-import { toUserOut } from '../auth/auth.service.js';
+import { requestReaches } from '../auth/index.js';
+import { toUserOut } from '../users/index.js';
 import { listMessagesOfChat } from '../messages/messages.repo.js';
 import { loadChat } from './chats.access.js';
 import { chatErrors } from './chats.errors.js';
@@ -57,7 +57,7 @@ export function createChatsService({ db, plans, catalog, credit }: ChatsServiceD
     const id = modelId ?? state.plan.default_model;
     const model = catalog.chatModel(id);
     if (!model) throw chatErrors.unknownModel(id);
-    if (!planIncludesModel(state.plan, model)) throw chatErrors.modelNotInPlan(id);
+    if (!planIncludesModel(state.plan, model)) throw modelNotInPlan(id);
     await credit.assertAvailable(access.workspace);
     return model;
   }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { pathId } from '../../platform/ids.js';
-import { email, userOut } from '../auth/auth.schemas.js';
+import { email, userOut } from '../users/index.js';
 import { invitationStatuses } from './invitations.table.js';
 
 export const invitationRoles = ['admin', 'member'] as const;

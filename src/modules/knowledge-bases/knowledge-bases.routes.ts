@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { currentUser } from '../../platform/auth.js';
 import { pageQuery, paginated, toPage } from '../../platform/pagination.js';
-import { documentOut } from '../documents/documents.schemas.js';
+import { documentOut } from '../documents/index.js';
 import {
   chatKbParams,
   createKbBody,

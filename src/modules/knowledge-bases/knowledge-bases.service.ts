@@ -1,13 +1,13 @@
 import type { Db } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
-import { loadChat } from '../chats/chats.access.js';
-import { toDocumentOut } from '../documents/documents.mapper.js';
+import { loadChat } from '../chats/index.js';
+import { toDocumentOut } from '../documents/index.js';
 import * as documentsRepo from '../documents/documents.repo.js';
-import type { DocumentOut } from '../documents/documents.schemas.js';
+import type { DocumentOut } from '../documents/index.js';
 import { findTeam } from '../teams/teams.repo.js';
-import { requireMember, type WorkspaceAccess } from '../workspaces/workspaces.access.js';
-import { isOwnerOrAdmin } from '../workspaces/workspaces.policy.js';
+import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
+import { isOwnerOrAdmin } from '../workspaces/index.js';
 import { kbErrors } from './knowledge-bases.errors.js';
 import { canManageKb, canReadKb, canWriteKb, type KbViewer } from './knowledge-bases.policy.js';
 import * as repo from './knowledge-bases.repo.js';

@@ -4,10 +4,10 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
 import { type DbOrTx, queryRows } from '../../db/client.js';
 import { sql } from 'drizzle-orm';
-import type { KnowledgeHit, KnowledgeSearch } from '../agents/knowledge.js';
-import type { CreditService } from '../billing/credit.service.js';
+import type { KnowledgeHit, KnowledgeSearch } from '../agents/index.js';
+import type { CreditService } from '../billing/index.js';
 import { EMBEDDING_DIMENSIONS } from '../documents/documents.table.js';
-import type { ModelRegistry } from '../models/providers.js';
+import type { ModelRegistry } from '../models/index.js';
 import { chatHasKnowledge } from './knowledge-bases.repo.js';
 import type { ServiceMetrics } from '../../platform/metrics.js';
 

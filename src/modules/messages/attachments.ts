@@ -3,7 +3,7 @@ import { type Readable, Transform } from 'node:stream';
 import type { FilePart, ImagePart, TextPart } from 'ai';
 import { PaymentRequiredError, ValidationError } from '../../platform/errors.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
-import type { MessageAttachment } from '../chats/chats.table.js';
+import type { MessageAttachment } from './messages.table.js';
 import { MAX_FILES_PER_MESSAGE } from './messages.schemas.js';
 
 /** One part of a multipart send, without HTTP types: a form field or a file stream. */

@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { recordUsage } from '../../../test/support/billing.js';
 import { chatWorld, deltaText, injectStream, ledgerRows, messageRows, useChatTestApp } from '../../../test/support/chat.js';
-import { agentTasks } from '../chats/chats.table.js';
+import { agentTasks } from './messages.table.js';
 import { creditReservations } from '../billing/billing.table.js';
 import { GENERIC_MODEL_FAILURE } from './messages.service.js';
 

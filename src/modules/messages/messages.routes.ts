@@ -8,7 +8,7 @@ import type { ServiceMetrics } from '../../platform/metrics.js';
 import { formParts, registerMultipart } from '../../platform/multipart.js';
 import { pageQuery, paginated, toPage } from '../../platform/pagination.js';
 import { openEventStream } from '../../platform/sse.js';
-import { ModelCallError } from '../agents/registry.js';
+import { ModelCallError } from '../agents/index.js';
 import {
   agentTaskOut,
   asyncSendOut,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { pathId } from '../../platform/ids.js';
-import { agentTaskStatuses } from '../chats/chats.table.js';
+import { agentTaskStatuses } from './messages.table.js';
 
 const timestamp = z.iso.datetime({ offset: true });
 

@@ -22,21 +22,21 @@ import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { throttle } from '../../platform/ratelimit/rates.js';
 import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
-import type { AgentEvent } from '../agents/registry.js';
-import { agentFramework, ModelCallError } from '../agents/registry.js';
-import type { KnowledgeSearch } from '../agents/knowledge.js';
-import type { CreditService, Reservation } from '../billing/credit.service.js';
-import { type Plans, planIncludesModel } from '../billing/plans.js';
-import { resolveBillingState } from '../billing/state.js';
-import { type ChatAccess, loadChat } from '../chats/chats.access.js';
-import { chatErrors } from '../chats/chats.errors.js';
+import type { AgentEvent } from '../agents/index.js';
+import { agentFramework, ModelCallError } from '../agents/index.js';
+import type { KnowledgeSearch } from '../agents/index.js';
+import type { CreditService, Reservation } from '../billing/index.js';
+import type { Plans } from '../billing/index.js';
+import { resolveBillingState } from '../billing/index.js';
+import { type ChatAccess, loadChat } from '../chats/index.js';
+import { chatErrors } from '../chats/index.js';
 import { findChatById, touchChat } from '../chats/chats.repo.js';
-import { assertWritable } from '../workspaces/workspaces.access.js';
-import type { MessageAttachment, MessageUsage } from '../chats/chats.table.js';
-import { buildCallSettings } from '../models/call-settings.js';
-import type { ModelCatalog } from '../models/catalog.js';
-import type { ChatModel } from '../models/models.schemas.js';
-import type { ModelRegistry } from '../models/providers.js';
+import { assertWritable } from '../workspaces/index.js';
+import type { MessageAttachment, MessageUsage } from './messages.table.js';
+import { buildCallSettings } from '../models/index.js';
+import type { ModelCatalog } from '../models/index.js';
+import type { ChatModel } from '../models/index.js';
+import type { ModelRegistry } from '../models/index.js';
 import { attachmentToParts, type IncomingPart, receiveParts } from './attachments.js';
 import { canDeleteMessage, canEditMessage, canRateMessage, canRegenerate } from './messages.policy.js';
 import * as repo from './messages.repo.js';
@@ -170,8 +170,6 @@ export function createMessagesService(deps: MessagesServiceDeps) {
   async function admitModelCall(access: ChatAccess, estimateText: string) {
     const model = catalog.chatModel(access.chat.aiModel);
     if (!model) throw chatErrors.unknownModel(access.chat.aiModel);
-    const state = await resolveBillingState(db, plans, access.workspace.workspace);
-    if (!planIncludesModel(state.plan, model)) throw chatErrors.modelNotInPlan(model.id);
     // Resolving the model now turns an unconfigured provider into a JSON error before streaming.
     modelRegistry.languageModel(model.id);
     const { settings } = buildCallSettings(model, {
@@ -181,7 +179,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     const estimate =
       (estimateTokens(estimateText) * model.input_price_per_million + settings.maxOutputTokens * model.output_price_per_million) /
       1_000_000;
-    const reservation = await credit.reserve(access.workspace.workspace.id, estimate);
+    // The billing gate: plan inclusion and credit, on one read of the billing state.
+    const reservation = await credit.admit({ workspace: access.workspace.workspace, model, estimate });
     return { model, reservation };
   }
 

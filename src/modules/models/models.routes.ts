@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { currentUser } from '../../platform/auth.js';
-import { workspaceIdParams } from '../workspaces/workspaces.schemas.js';
+import { workspaceIdParams } from '../workspaces/index.js';
 import { aiModelOut } from './models.schemas.js';
 import type { ModelsService } from './models.service.js';
 

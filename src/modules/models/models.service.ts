@@ -1,8 +1,8 @@
 import type { Db } from '../../db/client.js';
-import type { Plans } from '../billing/plans.js';
-import { planIncludesModel } from '../billing/plans.js';
-import { resolveBillingState } from '../billing/state.js';
-import { requireMember } from '../workspaces/workspaces.access.js';
+import type { Plans } from '../billing/index.js';
+import { planIncludesModel } from '../billing/index.js';
+import { resolveBillingState } from '../billing/index.js';
+import { requireMember } from '../workspaces/index.js';
 import type { ModelCatalog } from './catalog.js';
 import type { z } from 'zod';
 import type { aiModelOut } from './models.schemas.js';

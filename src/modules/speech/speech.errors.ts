@@ -2,7 +2,6 @@ import {
   AppError,
   fieldError,
   PayloadTooLargeError,
-  PaymentRequiredError,
   ServiceUnavailableError,
   ValidationError,
 } from '../../platform/errors.js';
@@ -48,8 +47,6 @@ export const speechErrors = {
       `TRANSLATION_MODEL '${spec}' must name a chat model of the catalog with its provider.`,
       'model_not_configured',
     ),
-  modelNotInPlan: (id: string) =>
-    new PaymentRequiredError(`The workspace's plan does not include the model "${id}".`, 'model_not_in_plan'),
   // 502: the upstream model failed; the detail stays generic (the cause is in the log).
   transcriptionFailed: () =>
     new AppError(502, 'transcription_failed', 'The audio could not be transcribed. Please try again.'),

@@ -10,20 +10,20 @@ import type { Db } from '../../db/client.js';
 import { AppError, fieldError } from '../../platform/errors.js';
 import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import { throttle } from '../../platform/ratelimit/rates.js';
-import type { CreditService, Reservation } from '../billing/credit.service.js';
-import { type Plans, planIncludesModel } from '../billing/plans.js';
-import { resolveBillingState } from '../billing/state.js';
+import type { CreditService, Reservation } from '../billing/index.js';
+import type { Plans } from '../billing/index.js';
+import { resolveBillingState } from '../billing/index.js';
 import {
   buildCallSettings,
   DEFAULT_MAX_OUTPUT_TOKENS,
   DEFAULT_REASONING_MAX_OUTPUT_TOKENS,
   type ProviderOptions,
-} from '../models/call-settings.js';
-import { type ModelCatalog, tokenCost } from '../models/catalog.js';
+} from '../models/index.js';
+import { type ModelCatalog, tokenCost } from '../models/index.js';
 import type { ServiceMetrics } from '../../platform/metrics.js';
-import type { ChatModel } from '../models/models.schemas.js';
-import { type ModelRegistry, parseModelSpec, type ResolvedTranscriptionModel } from '../models/providers.js';
-import { requireMember, type WorkspaceAccess } from '../workspaces/workspaces.access.js';
+import type { ChatModel } from '../models/index.js';
+import { type ModelRegistry, parseModelSpec, type ResolvedTranscriptionModel } from '../models/index.js';
+import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
 import type { WorkspaceRow } from '../workspaces/workspaces.repo.js';
 import {
   type AudioFormat,
@@ -107,7 +107,7 @@ export function createSpeechService(deps: SpeechServiceDeps) {
   async function admitTranscription(access: WorkspaceAccess, userId: number, estimatedSeconds: number) {
     await throttle(limiter, 'transcriptions', userId, config.THROTTLE_TRANSCRIPTIONS);
     const resolved = transcriptionModel();
-    const reservation = await credit.reserve(access.workspace.id, (estimatedSeconds / 60) * resolved.entry.price_per_minute);
+    const reservation = await credit.admit({ workspace: access.workspace, estimate: (estimatedSeconds / 60) * resolved.entry.price_per_minute });
     return { ...resolved, reservation };
   }
 
@@ -215,7 +215,6 @@ export function createSpeechService(deps: SpeechServiceDeps) {
     const state = await resolveBillingState(db, plans, workspace);
     const model = catalog.chatModel(state.plan.default_model);
     if (!model) throw speechErrors.translationModelInvalid(state.plan.default_model);
-    if (!planIncludesModel(state.plan, model)) throw speechErrors.modelNotInPlan(model.id);
     return model;
   }
 
@@ -293,7 +292,12 @@ export function createSpeechService(deps: SpeechServiceDeps) {
         Math.max(DEFAULT_MAX_OUTPUT_TOKENS, estimateTokens(input.text) * 3) + (reasons ? DEFAULT_REASONING_MAX_OUTPUT_TOKENS : 0);
       const call = buildCallSettings(model, { temperature: TRANSLATION_TEMPERATURE, model_parameters: { max_tokens: allowance } });
       const promptTokens = estimateTokens(system + input.text);
-      const reservation = await credit.reserve(access.workspace.id, tokenCost(model, promptTokens, call.settings.maxOutputTokens));
+      // The billing gate: the plan must include the model unless the operator chose it (TRANSLATION_MODEL).
+      const reservation = await credit.admit({
+        workspace: access.workspace,
+        model: config.TRANSLATION_MODEL ? undefined : model,
+        estimate: tokenCost(model, promptTokens, call.settings.maxOutputTokens),
+      });
       let result;
       const started = performance.now();
       const record = (outcome: 'ok' | 'error', inputTokens: number, outputTokens: number) =>

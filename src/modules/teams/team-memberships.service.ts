@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
-import { toUserOut } from '../auth/auth.service.js';
+import { toUserOut } from '../users/index.js';
 import { requireTeamAccess } from './teams.access.js';
 import { teamErrors } from './teams.errors.js';
 import { refuseTeamMemberRemoval, refuseTeamRoleChange, type TeamMembershipRefusal } from './teams.policy.js';

@@ -1,7 +1,7 @@
 import type { DbOrTx } from '../../db/client.js';
 import type { AppError } from '../../platform/errors.js';
 import { isUuid } from '../../platform/ids.js';
-import { assertWritable, requireMember, type WorkspaceAccess } from '../workspaces/workspaces.access.js';
+import { assertWritable, requireMember, type WorkspaceAccess } from '../workspaces/index.js';
 import { teamErrors } from './teams.errors.js';
 import type { TeamActor } from './teams.policy.js';
 import { findTeam, findTeamRole, type TeamRow } from './teams.repo.js';

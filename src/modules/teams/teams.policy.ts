@@ -1,4 +1,4 @@
-import { isOwnerOrAdmin, type MemberContext } from '../workspaces/workspaces.policy.js';
+import { isOwnerOrAdmin, type MemberContext } from '../workspaces/index.js';
 import type { TeamRole } from './teams.schemas.js';
 
 /** The caller's standing towards one team: their workspace role plus their team role, if any. */

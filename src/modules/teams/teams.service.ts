@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
-import { requireMember } from '../workspaces/workspaces.access.js';
-import { workspaceErrors } from '../workspaces/workspaces.errors.js';
+import { requireMember } from '../workspaces/index.js';
+import { workspaceErrors } from '../workspaces/index.js';
 import { requireTeamAccess } from './teams.access.js';
 import { teamErrors } from './teams.errors.js';
 import { canCreateTeam, canManageTeam } from './teams.policy.js';

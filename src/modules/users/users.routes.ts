@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { currentUser } from '../../platform/auth.js';
-import { userOut } from '../auth/auth.schemas.js';
 import { meOut, updateUserBody, userIdParams } from './users.schemas.js';
+import { userOut } from './users.shapes.js';
 import type { UsersService } from './users.service.js';
 
 const tags = ['users'];

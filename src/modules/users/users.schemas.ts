@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { accountOut, userName } from '../auth/auth.schemas.js';
-import { workspaceRoles } from '../workspaces/workspaces.schemas.js';
+import { workspaceRoles } from '../workspaces/index.js';
+import { accountOut, userName } from './users.shapes.js';
 
 export const meOut = accountOut.extend({
   workspaces: z.array(

@@ -1,9 +1,9 @@
 import type { Db } from '../../db/client.js';
 import { NotAuthenticatedError, PermissionDeniedError } from '../../platform/errors.js';
-import { toAccountOut, toUserOut } from '../auth/auth.service.js';
-import type { UserOut } from '../auth/auth.schemas.js';
+import { toAccountOut, toUserOut } from './users.mapper.js';
 import { listWorkspaceRolesOfUser } from '../workspaces/workspaces.repo.js';
 import type { MeOut } from './users.schemas.js';
+import type { UserOut } from './users.shapes.js';
 import * as repo from './users.repo.js';
 
 // /api/users/me/ lists every workspace of the user; a bound keeps the response finite.

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
-import { toUserOut } from '../auth/auth.service.js';
+import { toUserOut } from '../users/index.js';
 import { assertWritable, requireMember } from './workspaces.access.js';
 import { workspaceErrors } from './workspaces.errors.js';
 import { type MembershipChangeRefusal, refuseMemberRemoval, refuseRoleChange } from './workspaces.policy.js';

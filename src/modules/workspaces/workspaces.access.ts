@@ -1,6 +1,6 @@
 import type { DbOrTx } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
-import { assertRequestReaches } from '../auth/api-keys.guard.js';
+import { assertRequestReaches } from '../auth/index.js';
 import { workspaceErrors } from './workspaces.errors.js';
 import type { MemberContext } from './workspaces.policy.js';
 import { findWorkspaceWithMembership, type MembershipRow, type WorkspaceRow } from './workspaces.repo.js';

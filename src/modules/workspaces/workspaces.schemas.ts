@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { pathId } from '../../platform/ids.js';
-import { userOut } from '../auth/auth.schemas.js';
+import { userOut } from '../users/index.js';
 
 export const workspaceRoles = ['admin', 'member'] as const;
 export type WorkspaceRole = (typeof workspaceRoles)[number];

@@ -7,7 +7,7 @@ import { chatWorld, ledgerRows, listenUrl, messageRows, useChatTestApp } from '.
 import { waitUntil } from '../../../test/support/wait.js';
 import { docsBase, type LocalSite, LIFTED_THROTTLES, send, startLocalSite } from '../../../test/support/documents.js';
 import { addMember, newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
-import { agentTasks } from '../../modules/chats/chats.table.js';
+import { agentTasks } from '../../modules/messages/messages.table.js';
 import { documents, ingestionTasks } from '../../modules/documents/documents.table.js';
 import { canonicalJson, deleteExpiredIdempotencyKeys, requestFingerprint } from './idempotency.js';
 import { idempotencyKeys } from './idempotency.table.js';
