@@ -15,7 +15,7 @@ import { testRedisUrl } from '../../../test/support/redis.js';
 import { backgroundJobs } from '../../platform/queue/jobs.table.js';
 import { creditUsage } from '../billing/billing.table.js';
 import { documentChunks, documents, ingestionTasks } from '../documents/documents.table.js';
-import { sleep } from '../../../test/support/wait.js';
+import { sleep, waitUntil } from '../../../test/support/wait.js';
 
 /**
  * Crash safety on the distributed profile with real processes: an API app without a worker
@@ -157,6 +157,18 @@ describe.skipIf(!distributed)('worker processes killed with SIGKILL during inges
     process.stdout.write(`SIGKILL x${KILLS}: ${succeeded}/${DOCUMENTS} succeeded, ${redriven} re-drives, all terminal ${elapsed} ms after the last start\n`);
     expect(succeeded).toBeGreaterThanOrEqual(DOCUMENTS / 2);
     expect(elapsed).toBeLessThan(BOUND_MS);
+    // The surviving worker takes new work too (the kills may have left it nothing to run, so its
+    // own counters are checked after one more import).
+    const extra = await api.post(`${docsBase(ws.id)}from-url/`, { url: `${site.url}/page-0` }, owner);
+    expect(extra.statusCode, extra.body).toBe(202);
+    const extraId: string = extra.json().document.id;
+    await waitUntil(
+      async () => {
+        const [task] = await db.select().from(ingestionTasks).where(eq(ingestionTasks.documentId, extraId));
+        return task?.status === 'SUCCESS';
+      },
+      30_000,
+    );
     // The worker's own metrics: what it ran and re-drove, and the queue as the database sees it.
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(metrics).toMatch(/queue_jobs_completed_total\{queue="documents.ingest"\} [1-9]/);
