@@ -8,7 +8,10 @@ export interface RawEvent {
 /**
  * An incremental parser of `text/event-stream` (the WHATWG event-stream format): feed it text as it
  * arrives, get back the events completed so far. Comments (`: ping`) and `retry:` are ignored;
- * a block without `data:` dispatches nothing, as in a browser's EventSource.
+ * a block without `data:` dispatches nothing, as in a browser's EventSource. Unlike a browser's
+ * last-event-id buffer, `id` is the event's own `id:` (undefined when it has none): the service
+ * numbers each event, and an event it sends without one (a `done` rebuilt from the saved reply)
+ * must not look like a repeat of the previous event.
  */
 export class SseParser {
   private buffer = '';
@@ -34,6 +37,7 @@ export class SseParser {
   private line(line: string): RawEvent | undefined {
     if (line === '') {
       const event = this.data.length ? { id: this.id, event: this.event || 'message', data: this.data.join('\n') } : undefined;
+      this.id = undefined;
       this.event = '';
       this.data = [];
       return event;

@@ -4,12 +4,15 @@ import { SseParser } from './sse.js';
 
 type Schemas = components['schemas'];
 
-/** The events of a reply stream (`id` is the event's number in its stream). */
+/**
+ * The events of a reply stream. `id` is the event's number in its stream (1, 2, 3, ...); only a
+ * `done` rebuilt from the saved reply (reattaching after the stream's buffer expired) has none.
+ */
 export type StreamEvent =
-  | { event: 'delta'; id: string; data: Schemas['StreamDelta'] }
-  | { event: 'tool'; id: string; data: Schemas['StreamTool'] }
-  | { event: 'done'; id: string; data: Schemas['StreamDone'] }
-  | { event: 'error'; id: string; data: Schemas['StreamError'] };
+  | { event: 'delta'; id: string | undefined; data: Schemas['StreamDelta'] }
+  | { event: 'tool'; id: string | undefined; data: Schemas['StreamTool'] }
+  | { event: 'done'; id: string | undefined; data: Schemas['StreamDone'] }
+  | { event: 'error'; id: string | undefined; data: Schemas['StreamError'] };
 
 const EVENT_NAMES = new Set(['delta', 'tool', 'done', 'error']);
 
@@ -115,9 +118,11 @@ export class MessageStream implements AsyncIterable<StreamEvent> {
         const { value, done } = await reader.read();
         const text = done ? decoder.decode() : decoder.decode(value, { stream: true });
         for (const raw of parser.push(text)) {
-          if (!EVENT_NAMES.has(raw.event) || raw.id === undefined) continue;
-          if (this.lastEventId !== undefined && !isAfter(raw.id, this.lastEventId)) continue;
-          this.lastEventId = raw.id;
+          if (!EVENT_NAMES.has(raw.event)) continue;
+          if (raw.id !== undefined) {
+            if (this.lastEventId !== undefined && !isAfter(raw.id, this.lastEventId)) continue;
+            this.lastEventId = raw.id;
+          }
           const event = { event: raw.event, id: raw.id, data: JSON.parse(raw.data) } as StreamEvent;
           if (event.event === 'delta') this.text += event.data.text;
           yield event;
