@@ -34,6 +34,15 @@ export class SseParser {
     return events;
   }
 
+  /** The stream ended: a held trailing `\r` was a line end after all. (An event without its blank line is dropped, as the format says.) */
+  end(): RawEvent[] {
+    if (!this.buffer.endsWith('\r')) return [];
+    this.buffer = this.buffer.slice(0, -1);
+    const event = this.line(this.buffer);
+    this.buffer = '';
+    return event ? [event] : [];
+  }
+
   private line(line: string): RawEvent | undefined {
     if (line === '') {
       const event = this.data.length ? { id: this.id, event: this.event || 'message', data: this.data.join('\n') } : undefined;

@@ -117,7 +117,7 @@ export class MessageStream implements AsyncIterable<StreamEvent> {
       for (;;) {
         const { value, done } = await reader.read();
         const text = done ? decoder.decode() : decoder.decode(value, { stream: true });
-        for (const raw of parser.push(text)) {
+        for (const raw of done ? [...parser.push(text), ...parser.end()] : parser.push(text)) {
           if (!EVENT_NAMES.has(raw.event)) continue;
           if (raw.id !== undefined) {
             if (this.lastEventId !== undefined && !isAfter(raw.id, this.lastEventId)) continue;
