@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { beforeAll } from 'vitest';
+import { afterAll, beforeAll } from 'vitest';
 import type { TestOverrides } from './app.js';
 import { type ChatTestApp, useChatTestApp } from './chat.js';
 
@@ -35,6 +35,12 @@ export function useListeningChatApp(env: Record<string, string> = {}, overrides:
   const chat = useChatTestApp(appEnv, overrides);
   beforeAll(async () => {
     await chat.t.app.listen({ port: Number(new URL(baseUrl).port), host: '127.0.0.1' });
+  });
+  // Runs before the app closes (after-hooks run in reverse order). A keep-alive connection whose
+  // last response finished just after close() began is not closed by it, and would hold the
+  // server open until keepAliveTimeout (72 s): the file's tests are over, so end every connection.
+  afterAll(() => {
+    chat.t.app.server.closeAllConnections();
   });
   return {
     ...chat,
