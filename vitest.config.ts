@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 // workers, tests inside a file run in order, and tables are truncated between tests.
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'clients/typescript/test/**/*.test.ts'],
     pool: 'forks',
     isolate: false,
     maxWorkers: process.env.VITEST_MAX_WORKERS ? Number(process.env.VITEST_MAX_WORKERS) : 2,
