@@ -6,6 +6,7 @@ import { Readability } from '@mozilla/readability';
 import { parseHTML } from 'linkedom';
 import mammoth from 'mammoth';
 import { getDocumentProxy } from 'unpdf';
+import { parseMediaType } from '../../platform/content-type.js';
 
 export type DocumentFormat = 'pdf' | 'docx' | 'html' | 'markdown' | 'text' | 'csv' | 'json';
 
@@ -154,16 +155,6 @@ const EXTENSION_FORMATS: Record<string, DocumentFormat> = {
 
 const LEGACY_OFFICE_EXTENSIONS = new Set(['doc', 'xls', 'xlsx', 'ppt', 'pptx', 'odt', 'rtf', 'pages']);
 
-function parseContentType(contentType: string): { mime: string; charset?: string } {
-  const [type = '', ...params] = contentType.split(';');
-  let charset: string | undefined;
-  for (const param of params) {
-    const match = /^\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(param);
-    if (match?.[1]) charset = match[1].toLowerCase();
-  }
-  return { mime: type.trim().toLowerCase(), charset };
-}
-
 function extensionOf(name: string | undefined): string | undefined {
   if (!name) return undefined;
   const base = name.split(/[\\/]/).pop() ?? '';
@@ -236,7 +227,7 @@ function sniff(bytes: Buffer): DocumentFormat | undefined {
 }
 
 function detectFormat(input: ExtractInput): DocumentFormat {
-  const { mime } = parseContentType(input.contentType);
+  const { mime } = parseMediaType(input.contentType);
   const ext = extensionOf(input.filename) ?? urlExtension(input.sourceUrl);
   const extFormat = ext ? EXTENSION_FORMATS[ext] : undefined;
 
@@ -694,7 +685,7 @@ export async function extractText(
   const bytes = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
   const contentType = input.contentType ?? '';
   const format = detectFormat({ ...input, bytes, contentType });
-  const { charset } = parseContentType(contentType);
+  const { charset } = parseMediaType(contentType);
   let doc: ExtractedDocument;
   switch (format) {
     case 'pdf':
@@ -717,7 +708,7 @@ export async function extractText(
       const { bytes: kept, cut } = readTextBytes(bytes, limits.maxTextBytes);
       let text = decodeText(kept, charset);
       const tsv =
-        format === 'csv' && (extensionOf(input.filename) === 'tsv' || parseContentType(contentType).mime === 'text/tab-separated-values');
+        format === 'csv' && (extensionOf(input.filename) === 'tsv' || parseMediaType(contentType).mime === 'text/tab-separated-values');
       // Tabs would be collapsed to spaces; keep TSV cells apart.
       if (tsv) text = text.replace(/\t/g, ' | ');
       const title = format === 'markdown' ? markdownTitle(text.replace(/\r\n?/g, '\n')) : undefined;

@@ -15,6 +15,7 @@ import { SpanKind } from '@opentelemetry/api';
 import { faultLogFields, isDependencyUnavailable } from '../../platform/faults.js';
 import type { ModelCallOutcome, ServiceMetrics } from '../../platform/metrics.js';
 import { withSpan } from '../../platform/tracing.js';
+import { fieldErrorsOf } from '../../platform/zod-issues.js';
 import { type JobsFor, UnrecoverableJobError } from '../../platform/queue/jobs.js';
 import type { JobFailure } from '../../platform/queue/port.js';
 import { isUuid } from '../../platform/ids.js';
@@ -37,7 +38,8 @@ import { buildCallSettings } from '../models/index.js';
 import type { ModelCatalog } from '../models/index.js';
 import type { ChatModel } from '../models/index.js';
 import type { ModelRegistry } from '../models/index.js';
-import { attachmentToParts, type IncomingPart, receiveParts } from './attachments.js';
+import { attachmentToParts, receiveParts } from './attachments.js';
+import type { FormPart } from '../../platform/multipart.js';
 import { canDeleteMessage, canEditMessage, canRateMessage, canRegenerate } from './messages.policy.js';
 import * as repo from './messages.repo.js';
 import { type AgentTaskOut, type MessageOut, sendBody, type SendInput } from './messages.schemas.js';
@@ -420,7 +422,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     },
 
     /** A new user message (JSON or multipart) under the newest reply, ready for the model. */
-    async startSend(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<IncomingPart>) {
+    async startSend(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<FormPart>) {
       const access = await loadChat(db, workspaceId, chatId, userId, 'write');
       let body: SendInput;
       let attachments: MessageAttachment[] = [];
@@ -435,9 +437,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         const parsed = sendBody.safeParse(received.fields);
         if (!parsed.success) {
           await Promise.allSettled(attachments.map((a) => storage.delete(a.storage_key)));
-          const errors: Record<string, string[]> = {};
-          for (const issue of parsed.error.issues) (errors[issue.path.join('.') || 'non_field_errors'] ??= []).push(issue.message);
-          throw new ValidationError('Invalid input in body.', errors);
+          throw new ValidationError('Invalid input in body.', fieldErrorsOf(parsed.error.issues));
         }
         body = parsed.data;
       } else {
