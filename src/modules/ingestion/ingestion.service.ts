@@ -17,7 +17,7 @@ import { EMBEDDING_DIMENSIONS } from '../documents/documents.table.js';
 import type { ModelRegistry } from '../models/index.js';
 import { findWorkspace } from '../workspaces/workspaces.repo.js';
 import { chunkDocument } from './chunk.js';
-import { ExtractionError, extractText } from './extract.js';
+import { ExtractionError, extractText } from './extract/index.js';
 import { IngestionError } from './ingestion.errors.js';
 import { fetchYoutubeTranscript } from './youtube-transcript.js';
 
