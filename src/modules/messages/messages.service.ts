@@ -71,8 +71,11 @@ export function toMessageOut(row: repo.MessageRow): MessageOut {
   };
 }
 
-/** A user turn ready for the model: permissions, throttle, plan and credit are already checked. */
-export interface Turn {
+/**
+ * A user turn ready for the model (phase one, `prepare*`): permissions, throttle, plan and credit
+ * are checked and the user message stored. `runTurn` (phase two) calls the model and saves the reply.
+ */
+export interface PreparedTurn {
   access: ChatAccess;
   userId: number;
   userMessage: repo.MessageRow;
@@ -91,6 +94,11 @@ export function doneEventData(reply: repo.MessageRow) {
 /** Longest one wait for new events of a followed stream; the follower then checks its client is still there. */
 const FOLLOW_WAIT_MS = 2000;
 const STREAM_GONE_DETAIL = 'The stream is no longer available; fetch the chat\'s messages.';
+
+/** What a JSON send answers: the saved reply, or the user message whose reply was queued. */
+export type SendOutcome =
+  | { status: 'replied'; message: MessageOut }
+  | { status: 'queued'; message: MessageOut; agentTaskId: string };
 
 export interface GenerationResult {
   reply: repo.MessageRow;
@@ -114,11 +122,10 @@ export const messageErrors = {
   taskNotFound: () => new NotFoundError('Task not found.'),
   streamNotFound: () => new NotFoundError('Stream not found.', 'stream_not_found'),
   /** The JSON endpoints' counterpart of the stream's `error` event: generic, details in the log. */
-  modelFailed: () => new AppError(502, 'model_failed', GENERIC_MODEL_FAILURE),
 };
 
 /** Shown to the user when the model fails mid-way; the cause goes to the log only. */
-export const GENERIC_MODEL_FAILURE = 'The model could not complete the reply. Please try again.';
+export const GENERIC_MODEL_FAILURE = ModelCallError.DETAIL;
 /** Shown when a reply fails for a reason that is neither the model nor an unreachable dependency. */
 export const GENERIC_REPLY_FAILURE = 'The reply could not be completed. Please try again.';
 
@@ -127,6 +134,9 @@ export const GENERIC_REPLY_FAILURE = 'The reply could not be completed. Please t
  * same cases with 502 `model_failed`, 503 `service_unavailable` or 500): the model failed, the
  * database or Redis could not be reached (saving the reply, say), or something else went wrong.
  */
+/** A model provider failure (502 `model_failed`): already logged where it happened. */
+export const isModelFailure = (error: unknown): boolean => error instanceof ModelCallError;
+
 export function replyFailureDetail(error: unknown): string {
   // First: a model provider that cannot be reached is a model failure, not ours.
   if (error instanceof ModelCallError) return GENERIC_MODEL_FAILURE;
@@ -149,6 +159,8 @@ const estimateTokens = (text: string) => Math.ceil(text.length / 4);
 export interface MessagesServiceDeps {
   db: Db;
   config: Pick<Config, 'THROTTLE_CHAT_MESSAGES'>;
+  /** AGENT_ASYNC_ENABLED: a JSON send queues its reply as an agent task (202) instead of waiting for it. */
+  agentAsync: boolean;
   plans: Plans;
   catalog: ModelCatalog;
   credit: CreditService;
@@ -166,7 +178,7 @@ export interface MessagesServiceDeps {
 }
 
 export function createMessagesService(deps: MessagesServiceDeps) {
-  const { db, config, plans, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, jobs, log, metrics } = deps;
+  const { db, config, agentAsync, plans, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, jobs, log, metrics } = deps;
 
   /** Plan, provider and credit checks shared by every model-calling endpoint. */
   async function admitModelCall(access: ChatAccess, estimateText: string) {
@@ -209,7 +221,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
   }
 
   /** Runs the agent for a turn and saves the reply; stops are honoured through `streams`. */
-  async function generate(turn: Turn, onEvent: (event: AgentEvent) => void): Promise<GenerationResult> {
+  async function runTurn(turn: PreparedTurn, onEvent: (event: AgentEvent) => void): Promise<GenerationResult> {
     const { access, model, reservation, userMessage } = turn;
     const chat = access.chat;
     // One line per reply at its end (never its text): who, which model, tokens, cost, timings, outcome.
@@ -335,14 +347,15 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     });
   }
 
-  async function startTurn(
+  async function prepareTurn(
     access: ChatAccess,
     userId: number,
     userMessage: () => Promise<repo.MessageRow>,
     estimateText: string,
     streamId: string | undefined,
-  ): Promise<Turn> {
-    await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
+    options: { throttled?: boolean } = {},
+  ): Promise<PreparedTurn> {
+    if (!options.throttled) await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
     const { model, reservation } = await admitModelCall(access, estimateText);
     try {
       return { access, userId, model, reservation, userMessage: await userMessage(), streamId: streamId ?? randomUUID() };
@@ -385,11 +398,11 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     }
   }
 
-  return {
-    generate,
+  const service = {
+    runTurn,
 
     /** Numbers a turn's events and buffers them for reattaching (see stream-replay.ts). */
-    recordStream(turn: Turn) {
+    recordStream(turn: PreparedTurn) {
       return createStreamRecorder(eventBuffer, streamBufferKey(turn.access.chat.id, turn.streamId), log);
     },
 
@@ -422,11 +435,14 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     },
 
     /** A new user message (JSON or multipart) under the newest reply, ready for the model. */
-    async startSend(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<FormPart>) {
+    async prepareSend(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<FormPart>) {
       const access = await loadChat(db, workspaceId, chatId, userId, 'write');
       let body: SendInput;
       let attachments: MessageAttachment[] = [];
-      if (Symbol.asyncIterator in input) {
+      const multipart = Symbol.asyncIterator in input;
+      if (multipart) {
+        // Counted before any file is stored: a throttled client uploads nothing.
+        await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
         const state = await resolveBillingState(db, plans, access.workspace.workspace);
         const received = await receiveParts(input, {
           storage,
@@ -445,7 +461,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       }
       if (!body.content.trim() && attachments.length === 0) throw messageErrors.emptyMessage();
       try {
-        return await startTurn(
+        return await prepareTurn(
           access,
           userId,
           async () => {
@@ -461,6 +477,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
           },
           body.content,
           body.stream_id,
+          { throttled: multipart },
         );
       } catch (error) {
         await Promise.allSettled(attachments.map((a) => storage.delete(a.storage_key)));
@@ -469,23 +486,23 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     },
 
     /** Another reply to a user message, as a new branch. */
-    async startRegenerate(userId: number, workspaceId: string, chatId: string, userMessageId: string, streamId?: string) {
+    async prepareRegenerate(userId: number, workspaceId: string, chatId: string, userMessageId: string, streamId?: string) {
       const access = await loadChat(db, workspaceId, chatId, userId, 'write');
       const message = await loadMessage(access, userMessageId);
       if (message.role !== 'user') throw messageErrors.notUserMessage('user_message_id');
       if (!canRegenerate(message, userId, access.chat.ownerId)) throw messageErrors.cannotRegenerate();
-      return startTurn(access, userId, async () => message, message.content, streamId);
+      return prepareTurn(access, userId, async () => message, message.content, streamId);
     },
 
     /** Edits a user message (author only) and answers it again as a new branch. */
-    async startEdit(userId: number, workspaceId: string, chatId: string, messageId: string, content: string, streamId?: string) {
+    async prepareEdit(userId: number, workspaceId: string, chatId: string, messageId: string, content: string, streamId?: string) {
       const access = await loadChat(db, workspaceId, chatId, userId, 'write');
       const message = await loadMessage(access, messageId);
       if (!canEditMessage(message, userId)) {
         throw message.role === 'user' ? messageErrors.notAuthor() : messageErrors.notUserMessage('id');
       }
       if (!content.trim() && message.attachments.length === 0) throw messageErrors.emptyMessage();
-      return startTurn(access, userId, () => repo.updateMessage(db, message.id, { content }), content, streamId);
+      return prepareTurn(access, userId, () => repo.updateMessage(db, message.id, { content }), content, streamId);
     },
 
     async list(userId: number, workspaceId: string, chatId: string, page: PageQuery): Promise<PageResult<MessageOut>> {
@@ -550,7 +567,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
      * Queues the reply of a turn as background agent work (AGENT_ASYNC_ENABLED): the task and its
      * job are written in one transaction, and the job is delivered after commit.
      */
-    async createAgentTask(turn: Turn) {
+    async queueTurn(turn: PreparedTurn) {
       // The job reserves credit again when it runs: a reservation must not outlive a queue wait.
       await credit.release(turn.reservation);
       const { task, job } = await db.transaction(async (tx) => {
@@ -589,7 +606,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         const userMessage = await loadMessage(access, task.userMessageId);
         const { model, reservation } = await admitModelCall(access, userMessage.content);
         const turn = { access, userId: task.requestedBy, model, reservation, userMessage, streamId: task.id, replyId: task.replyId };
-        const { reply } = await generate(turn, () => undefined);
+        const { reply } = await runTurn(turn, () => undefined);
         await repo.updateAgentTask(db, taskId, { status: 'SUCCESS', messageId: reply.id, error: null });
       } catch (error) {
         // Refusals (membership, plan, credit, archived) will not change by retrying; an unavailable
@@ -615,6 +632,30 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     /** An operator re-drives a failed task: PENDING again, so its next run generates the reply. */
     async reopenAgentTask(tx: DbOrTx, taskId: string): Promise<void> {
       await repo.reopenFailedAgentTask(tx, taskId);
+    },
+  };
+
+  /** Phase two for a JSON answer: the saved reply. */
+  async function replyTo(turn: PreparedTurn): Promise<MessageOut> {
+    const { reply } = await runTurn(turn, () => undefined);
+    return toMessageOut(reply);
+  }
+
+  return {
+    ...service,
+    replyTo,
+
+    /** A JSON send: the reply (201), or, with AGENT_ASYNC_ENABLED, the user message and its queued agent task (202). */
+    async send(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<FormPart>): Promise<SendOutcome> {
+      const turn = await service.prepareSend(userId, workspaceId, chatId, input);
+      if (!agentAsync) return { status: 'replied', message: await replyTo(turn) };
+      const task = await service.queueTurn(turn);
+      return { status: 'queued', message: toMessageOut(turn.userMessage), agentTaskId: task.id };
+    },
+
+    /** A JSON regenerate: the new reply. */
+    async regenerate(userId: number, workspaceId: string, chatId: string, userMessageId: string): Promise<MessageOut> {
+      return replyTo(await service.prepareRegenerate(userId, workspaceId, chatId, userMessageId));
     },
   };
 }
