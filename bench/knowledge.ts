@@ -38,7 +38,7 @@ import { loadConfig } from '../src/config/env.js';
 import type { DbOrTx } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
 import { chunkDocument } from '../src/modules/ingestion/chunk.js';
-import { extractText } from '../src/modules/ingestion/extract.js';
+import { extractText } from '../src/modules/ingestion/extract/index.js';
 import { createKnowledgeSearch, fuse, lexicalCandidates, vectorCandidates } from '../src/modules/knowledge-bases/knowledge-search.js';
 import { createLogger } from '../src/platform/logger.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';

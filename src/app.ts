@@ -142,7 +142,6 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     await api.register(documentsRoutes, { documents: services.documents });
     await api.register(messagesRoutes, {
       messages: services.messages,
-      agentAsync: config.AGENT_ASYNC_ENABLED,
       maxFileBytes: Math.max(...Object.values(deps.plans).map((plan) => plan.max_file_size_bytes)),
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
       metrics: deps.metrics.recorder,

@@ -272,6 +272,7 @@ function createServices(
     messages: createMessagesService({
       db,
       config,
+      agentAsync: config.AGENT_ASYNC_ENABLED,
       plans,
       catalog,
       credit,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseRate } from '../platform/ratelimit/rates.js';
+import { issueLines } from '../platform/zod-issues.js';
 
 /**
  * Every environment variable the service reads, parsed and defaulted in one place.
@@ -218,7 +219,7 @@ export class ConfigError extends Error {
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
   const parsed = envSchema.safeParse(source);
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+    throw new ConfigError(issueLines(parsed.error.issues));
   }
   const env = parsed.data;
   const issues: string[] = [];

@@ -6,6 +6,7 @@ import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } fro
 import { AppError, type FieldErrors, ServiceUnavailableError } from './errors.js';
 import { describeDependencyFault } from './faults.js';
 import { multipartClientError } from './multipart.js';
+import { fieldErrorsOf } from './zod-issues.js';
 
 /** Body of every error response. */
 export interface ErrorBody {
@@ -55,17 +56,14 @@ function frameworkClientError(error: FastifyError): KnownError | undefined {
 
 /** Turns a zod-provider validation failure into `{field: [messages]}` (dotted paths; body fields unprefixed). */
 function fieldErrors(error: FastifyError): FieldErrors {
-  const errors: FieldErrors = {};
-  for (const issue of error.validation ?? []) {
-    const params = issue.params as { issue?: { path?: PropertyKey[] } } | undefined;
-    const path = params?.issue?.path;
-    const field =
-      Array.isArray(path) && path.length
-        ? path.map(String).join('.')
-        : issue.instancePath.replace(/^\//, '').replaceAll('/', '.') || 'non_field_errors';
-    (errors[field] ??= []).push(issue.message ?? 'Invalid value.');
-  }
-  return errors;
+  const issues = (error.validation ?? []).map((issue) => {
+    const path = (issue.params as { issue?: { path?: PropertyKey[] } } | undefined)?.issue?.path;
+    return {
+      path: Array.isArray(path) && path.length ? path : issue.instancePath.split('/').filter(Boolean),
+      message: issue.message ?? 'Invalid value.',
+    };
+  });
+  return fieldErrorsOf(issues);
 }
 
 export function sendError(reply: FastifyReply, status: number, body: ErrorBody): FastifyReply {

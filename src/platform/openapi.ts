@@ -2,6 +2,12 @@ import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteAuth } from './auth.js';
+import { commonErrors, errorResponse, errorSchema, rateLimitHeaders } from './openapi-errors.js';
+import { type Json, ref } from './openapi-ref.js';
+import { streamEventSchemas } from './openapi-stream.js';
+
+export { commonErrors, errorResponse } from './openapi-errors.js';
+export { eventStreamResponse, STREAM_EVENTS, STREAM_PROTOCOL } from './openapi-stream.js';
 
 /*
  * The OpenAPI document. Route schemas (zod) give parameters, bodies and success responses; each
@@ -18,7 +24,6 @@ export type ErrorStatus = 400 | 402 | 403 | 404 | 409 | 410 | 413 | 414 | 415 | 
 /** The `code` values a route may answer with, by status. */
 export type ErrorCodes = Partial<Record<ErrorStatus, readonly string[]>>;
 
-type Json = Record<string, unknown>;
 
 export interface OperationDoc {
   /** Stable snake_case `<resource>_<action>`: generated clients name their methods after it. */
@@ -79,219 +84,9 @@ export function namedSchema<T extends z.ZodType>(schema: T, id: string, meta: { 
   return schema;
 }
 
-// --- shared pieces of the document ---------------------------------------------------------
-
-const ref = (kind: 'schemas' | 'headers' | 'parameters' | 'responses', name: string) => ({ $ref: `#/components/${kind}/${name}` });
-
-const ERROR_TITLES: Record<ErrorStatus, string> = {
-  400: 'Invalid request',
-  402: 'Refused by the workspace plan or credit',
-  403: 'Not authenticated or not allowed',
-  404: 'Not found (or not visible to the caller)',
-  409: 'Conflicts with the current state',
-  410: 'Gone',
-  413: 'Body too large',
-  414: 'A path segment is too long',
-  415: 'Unsupported media type',
-  429: 'Throttled',
-  500: 'Internal error (a fault of the service, logged under the X-Request-Id; nothing the client can fix)',
-  502: 'An upstream provider failed',
-  503: 'Temporarily unavailable',
-  507: 'The file store is full',
-};
-
-const EXAMPLE_DETAILS: Record<string, string> = {
-  validation_error: 'Invalid input in body.',
-  not_authenticated: 'Authentication credentials were not provided.',
-  not_found: 'Not found.',
-  throttled: 'Request was throttled. Expected available in 12 seconds.',
-  service_unavailable: 'Service temporarily unavailable, please retry.',
-  server_error: 'Internal server error.',
-  payload_too_large: 'Request body is too large.',
-  unsupported_media_type: 'Unsupported media type in request.',
-};
-
-/** An error response: the Error schema, the codes it may carry in its description, and its headers. */
-export function errorResponse(status: ErrorStatus, codes: readonly string[]): Json {
-  const unique = [...new Set(codes)];
-  const first = unique[0] ?? 'error';
-  const headers: Json = {};
-  if (status === 429) Object.assign(headers, { 'Retry-After': ref('headers', 'Retry-After'), ...rateLimitHeaders() });
-  if (status === 503 || (status === 409 && unique.includes('idempotency_request_in_progress'))) {
-    headers['Retry-After'] = ref('headers', 'Retry-After');
-  }
-  return {
-    description: `${ERROR_TITLES[status]}. \`code\`: ${unique.map((code) => `\`${code}\``).join(', ')}.`,
-    ...(Object.keys(headers).length ? { headers } : {}),
-    content: {
-      'application/json': {
-        schema: ref('schemas', 'Error'),
-        example: { detail: EXAMPLE_DETAILS[first] ?? `${ERROR_TITLES[status]}.`, code: first },
-      },
-    },
-  };
-}
-
-const rateLimitHeaders = () => ({
-  'RateLimit-Limit': ref('headers', 'RateLimit-Limit'),
-  'RateLimit-Remaining': ref('headers', 'RateLimit-Remaining'),
-  'RateLimit-Reset': ref('headers', 'RateLimit-Reset'),
-});
-
-/** What the route's kind implies, whatever its own rules: authentication, input, bodies, faults, dependencies. */
-export function commonErrors(route: { method: string; auth: RouteAuth; hasPathParams: boolean; idempotent: boolean }): ErrorCodes {
-  const errors: Record<number, string[]> = {};
-  const add = (status: ErrorStatus, ...codes: string[]) => (errors[status] ??= []).push(...codes);
-  // The input gate and the schemas check every route's path, query, headers and body.
-  add(400, 'validation_error');
-  if (route.method !== 'GET') add(400, 'parse_error');
-  if (route.auth === 'user') add(403, 'not_authenticated', 'authentication_failed', 'read_only_key', 'api_key_workspace_denied');
-  if (route.auth === 'optional') add(403, 'authentication_failed');
-  if (route.hasPathParams) add(404, 'not_found');
-  if (route.method !== 'GET') add(413, 'payload_too_large');
-  if (route.method !== 'GET') add(415, 'unsupported_media_type');
-  if (route.idempotent) {
-    add(400, 'validation_error');
-    add(409, 'idempotency_key_reused', 'idempotency_request_in_progress');
-  }
-  add(500, 'server_error');
-  add(503, 'service_unavailable');
-  return errors as ErrorCodes;
-}
-
-/** One server-sent event of a streamed reply: `event: <name>` and one `data:` line of JSON. */
-function sseEvent(name: string, dataSchema: string): Json {
-  return {
-    type: 'object',
-    title: name,
-    required: ['event', 'data'],
-    properties: {
-      id: { type: 'string', description: 'The event\'s number in its stream (1, 2, 3, ...): send the last one seen as `Last-Event-ID` to reattach.' },
-      event: { const: name },
-      data: { type: 'string', contentMediaType: 'application/json', contentSchema: ref('schemas', dataSchema) },
-    },
-  };
-}
-
-export const STREAM_EVENTS = [
-  { event: 'delta', schema: 'StreamDelta' },
-  { event: 'tool', schema: 'StreamTool' },
-  { event: 'done', schema: 'StreamDone' },
-  { event: 'error', schema: 'StreamError' },
-] as const;
-
-/** Prose shared by the streamed operations: the events, the stream id and the stop protocol. */
-export const STREAM_PROTOCOL =
-  'With `Accept: text/event-stream` (or no Accept, or `*/*`) the answer is `200 text/event-stream`; each event is ' +
-  '`id: <n>`, `event: <name>` and one `data:` line of JSON: `delta` (`StreamDelta`, a piece of the reply text), `tool` ' +
-  '(`StreamTool`, a tool call starting or ending), then exactly one of `done` (`StreamDone`: the saved reply and ' +
-  'user message ids, usage, whether it was stopped, the cited `sources`) or `error` (`StreamError`: the reply failed after the stream ' +
-  'opened; nothing was charged for the missing part). `: ping` comments keep idle connections open. The ' +
-  '`X-Stream-Id` response header (or the `stream_id` you sent) names the stream: `POST .../messages/stream/stop/` ' +
-  'with `{"stream_id"}` stops it from any connection, and the stream then ends with `done` and `stopped: true`. ' +
-  'A client that loses the connection reattaches with `GET .../messages/stream/{stream_id}/` and `Last-Event-ID`. ' +
-  'Every refusal (validation, permissions, plan, credit, throttling) is answered before the stream opens, as a JSON ' +
-  'error. A client that does not accept `text/event-stream` gets the saved reply as `201 application/json`.';
-
-/** The `200` of a streamed operation (OpenAPI 3.2 `itemSchema`: one schema per event). */
-export function eventStreamResponse(): Json {
-  return {
-    description: 'The reply as server-sent events (see the operation description).',
-    headers: { 'X-Stream-Id': ref('headers', 'X-Stream-Id') },
-    content: {
-      'text/event-stream': {
-        itemSchema: { oneOf: STREAM_EVENTS.map(({ event, schema }) => sseEvent(event, schema)) },
-        example:
-          'id: 1\nevent: delta\ndata: {"text":"Our refund window is "}\n\n' +
-          'id: 2\nevent: delta\ndata: {"text":"30 days."}\n\n' +
-          'id: 3\nevent: done\ndata: {"message_id":"0198f2c4-5b1e-7c3a-9d2e-4f6a8b0c1d2e","user_message_id":"0198f2c4-5a90-7e11-8b3c-1a2b3c4d5e6f","usage":{"prompt_tokens":412,"completion_tokens":9,"total_tokens":421},"stopped":false,"sources":[]}\n\n',
-      },
-    },
-  };
-}
+// (The error responses are in openapi-errors.ts, the event stream in openapi-stream.ts.)
 
 // --- the document's fixed parts ----------------------------------------------------------
-
-const errorSchema = {
-  type: 'object',
-  description: 'Every error answer. `code` is stable and meant for programs; `detail` is for people.',
-  required: ['detail', 'code'],
-  properties: {
-    detail: { type: 'string', description: 'What went wrong, in English.' },
-    code: { type: 'string', description: 'Machine-readable reason, such as `not_found` or `credit_exhausted`.' },
-    errors: {
-      type: 'object',
-      description: 'For validation errors: the messages of each field (dotted paths for nested fields).',
-      additionalProperties: { type: 'array', items: { type: 'string' } },
-    },
-  },
-  example: { detail: 'Invalid input in body.', code: 'validation_error', errors: { name: ['Required'] } },
-};
-
-const streamEventSchemas: Record<string, Json> = {
-  StreamDelta: {
-    type: 'object',
-    description: '`event: delta`: the next piece of the reply text.',
-    required: ['text'],
-    properties: { text: { type: 'string' } },
-    example: { text: 'Our refund window is ' },
-  },
-  StreamTool: {
-    type: 'object',
-    description: '`event: tool`: a tool call (such as `search_knowledge_base`) started or finished.',
-    required: ['id', 'name', 'status'],
-    properties: { id: { type: 'string' }, name: { type: 'string' }, status: { type: 'string', enum: ['started', 'finished', 'failed'] } },
-    example: { id: 'call_1', name: 'search_knowledge_base', status: 'started' },
-  },
-  StreamDone: {
-    type: 'object',
-    description: '`event: done`: the reply is saved; the last event of a successful stream.',
-    required: ['message_id', 'user_message_id', 'usage', 'stopped', 'sources'],
-    properties: {
-      message_id: { type: 'string', format: 'uuid', description: 'The saved assistant message.' },
-      user_message_id: { type: 'string', format: 'uuid', description: 'The user message it answers.' },
-      usage: {
-        type: ['object', 'null'],
-        properties: {
-          prompt_tokens: { type: 'integer' },
-          completion_tokens: { type: 'integer' },
-          total_tokens: { type: 'integer' },
-        },
-      },
-      stopped: { type: 'boolean', description: 'True when a stop request ended the reply early.' },
-      sources: {
-        type: 'array',
-        description: 'The knowledge-base chunks the reply cites (empty when none), as in the saved message.',
-        items: {
-          type: 'object',
-          required: ['document_id', 'document_name', 'chunk_id', 'score'],
-          properties: {
-            document_id: { type: 'string', format: 'uuid' },
-            document_name: { type: 'string' },
-            chunk_id: { type: 'string', format: 'uuid' },
-            score: { type: 'number' },
-          },
-        },
-      },
-    },
-    example: {
-      message_id: '0198f2c4-5b1e-7c3a-9d2e-4f6a8b0c1d2e',
-      user_message_id: '0198f2c4-5a90-7e11-8b3c-1a2b3c4d5e6f',
-      usage: { prompt_tokens: 412, completion_tokens: 9, total_tokens: 421 },
-      stopped: false,
-      sources: [
-        { document_id: '0198f2b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b', document_name: 'refund-policy.pdf', chunk_id: '0198f2b0-2d3e-7f4a-9b5c-6d7e8f9a0b1c', score: 0.82 },
-      ],
-    },
-  },
-  StreamError: {
-    type: 'object',
-    description: '`event: error`: the reply failed after the stream opened; the last event of a failed stream.',
-    required: ['detail'],
-    properties: { detail: { type: 'string' } },
-    example: { detail: 'The model could not produce a reply. Please try again.' },
-  },
-};
 
 const headerComponents = {
   'RateLimit-Limit': { description: 'Requests allowed in the current window.', schema: { type: 'integer', example: 20 } },

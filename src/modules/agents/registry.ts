@@ -1,5 +1,6 @@
 import { type ModelMessage, stepCountIs, streamText, tool, type ToolSet } from 'ai';
 import { z } from 'zod';
+import { AppError } from '../../platform/errors.js';
 import type { MessageSource } from '../messages/messages.table.js';
 import type { BuiltCallSettings } from '../models/index.js';
 import type { ChatLanguageModel } from '../models/index.js';
@@ -41,11 +42,16 @@ export interface AgentFramework {
   run(input: AgentInput): Promise<AgentResult>;
 }
 
-/** The model failed (provider error, broken stream); the caller reports a generic retry message. */
-export class ModelCallError extends Error {
+/**
+ * The model failed (provider error, broken stream): 502 `model_failed` with a generic retry
+ * message, answered by the one error handler like every AppError.
+ */
+export class ModelCallError extends AppError {
+  /** Shown to the user; the provider's error stays in `cause`, for the log only. */
+  static readonly DETAIL = 'The model could not complete the reply. Please try again.';
   constructor(cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause), { cause });
-    this.name = 'ModelCallError';
+    super(502, 'model_failed', ModelCallError.DETAIL);
+    this.cause = cause;
   }
 }
 

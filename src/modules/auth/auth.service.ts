@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Config } from '../../config/env.js';
 import type { Db } from '../../db/client.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import type { AuthUser } from '../../platform/auth.js';
 import { fieldError, NotFoundError } from '../../platform/errors.js';
 import type { Mailer } from '../../platform/mail/port.js';
@@ -220,7 +221,7 @@ export function createAuthService({ db, config, mailer, limiter, log }: AuthServ
         if (holder && holder.id !== userId) throw authErrors.emailTaken('new_email');
         await usersRepo.setVerifiedEmail(tx, userId, found.newEmail).catch((error: unknown) => {
           // A registration of the same address that committed after the check above.
-          if ((error as { cause?: { code?: string } }).cause?.code === '23505') throw authErrors.emailTaken('new_email');
+          if (isUniqueViolation(error)) throw authErrors.emailTaken('new_email');
           throw error;
         });
         await usersRepo.deleteEmailTokens(tx, userId);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chunkDocument, countTokens, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, type DocumentChunk } from './chunk.js';
-import type { ExtractedDocument } from './extract.js';
+import type { ExtractedDocument } from './extract/index.js';
 
 /**
  * Deterministic prose: numbered sentences of varying length, grouped into paragraphs. Every word

@@ -3,7 +3,7 @@
  * folder for the decisions (encoding, page handling, overlap).
  */
 import { countTokens as countWithEncoding } from 'gpt-tokenizer/encoding/cl100k_base';
-import type { ExtractedDocument } from './extract.js';
+import type { ExtractedDocument } from './extract/index.js';
 
 /** The tokenizer encoding used for every count (OpenAI's embedding models use it too). */
 export const TOKEN_ENCODING = 'cl100k_base';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { crc32, deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { EXTRACTION_LIMITS, ExtractionError, extractText, normalizeWhitespace } from './extract.js';
+import { EXTRACTION_LIMITS, ExtractionError, extractText, normalizeWhitespace } from './extract/index.js';
 
 const FIXTURES = new URL('../../../test/fixtures/documents/', import.meta.url);
 const fixture = (name: string) => readFileSync(new URL(name, FIXTURES));

@@ -2,6 +2,7 @@ import { embedMany } from 'ai';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
 import type { Db, DbOrTx } from '../../db/client.js';
+import { parseMediaType } from '../../platform/content-type.js';
 import { AppError } from '../../platform/errors.js';
 import { type SafeFetcher, youtubeVideoId } from '../../platform/fetch/fetcher.js';
 import { UnrecoverableJobError } from '../../platform/queue/jobs.js';
@@ -16,7 +17,7 @@ import { EMBEDDING_DIMENSIONS } from '../documents/documents.table.js';
 import type { ModelRegistry } from '../models/index.js';
 import { findWorkspace } from '../workspaces/workspaces.repo.js';
 import { chunkDocument } from './chunk.js';
-import { ExtractionError, extractText } from './extract.js';
+import { ExtractionError, extractText } from './extract/index.js';
 import { IngestionError } from './ingestion.errors.js';
 import { fetchYoutubeTranscript } from './youtube-transcript.js';
 
@@ -217,7 +218,7 @@ export function createIngestionService(deps: IngestionServiceDeps) {
           await repo.updateDocument(tx, document.id, {
             processingStatus: 'ready',
             ...(document.sourceKind !== 'upload'
-              ? { size: fetched.bytes.length, contentType: fetched.contentType.split(';')[0]!, storedAt: new Date() }
+              ? { size: fetched.bytes.length, contentType: parseMediaType(fetched.contentType).mime, storedAt: new Date() }
               : {}),
           });
           await repo.updateTask(tx, taskId, { status: 'SUCCESS', errorMessage: null });

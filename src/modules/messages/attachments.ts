@@ -1,15 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { type Readable, Transform } from 'node:stream';
 import type { FilePart, ImagePart, TextPart } from 'ai';
+import { parseMediaType } from '../../platform/content-type.js';
 import { PaymentRequiredError, ValidationError } from '../../platform/errors.js';
+import type { FormPart } from '../../platform/multipart.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
 import type { MessageAttachment } from './messages.table.js';
 import { MAX_FILES_PER_MESSAGE } from './messages.schemas.js';
-
-/** One part of a multipart send, without HTTP types: a form field or a file stream. */
-export type IncomingPart =
-  | { type: 'field'; name: string; value: string }
-  | { type: 'file'; field: string; filename: string; mimetype: string; stream: Readable };
 
 export const fileTooLarge = (name: string, limit: number) =>
   new PaymentRequiredError(
@@ -46,7 +43,7 @@ function sizeGuard(name: string, limit: number) {
  * storage; one over the plan's per-file limit aborts the send (stored files are removed).
  */
 export async function receiveParts(
-  parts: AsyncIterable<IncomingPart>,
+  parts: AsyncIterable<FormPart>,
   options: { storage: ObjectStorage; keyPrefix: string; maxFileBytes: number },
 ): Promise<{ fields: Record<string, string>; attachments: MessageAttachment[] }> {
   const fields: Record<string, string> = {};
@@ -115,7 +112,7 @@ export async function attachmentToParts(
   attachment: MessageAttachment,
   options: { storage: ObjectStorage; supportsImages: boolean },
 ): Promise<Array<TextPart | ImagePart | FilePart>> {
-  const type = attachment.content_type.split(';')[0]!.trim().toLowerCase();
+  const type = parseMediaType(attachment.content_type).mime;
   if (TEXT_TYPES.test(type) || /\.(md|markdown|txt|csv|json|ya?ml|xml|log)$/i.test(attachment.name)) {
     const bytes = await readAll(await options.storage.get(attachment.storage_key), MAX_ATTACHMENT_TEXT * 4);
     const text = bytes.toString('utf8').slice(0, MAX_ATTACHMENT_TEXT);

@@ -8,7 +8,6 @@ import type { ServiceMetrics } from '../../platform/metrics.js';
 import { formParts, registerMultipart } from '../../platform/multipart.js';
 import { pageQuery, paginated, toPage } from '../../platform/pagination.js';
 import { openEventStream } from '../../platform/sse.js';
-import { ModelCallError } from '../agents/index.js';
 import {
   agentTaskOut,
   asyncSendOut,
@@ -30,11 +29,10 @@ import {
 } from './messages.schemas.js';
 import {
   doneEventData,
-  messageErrors,
+  isModelFailure,
   type MessagesService,
   replyFailureDetail,
-  type Turn,
-  toMessageOut,
+  type PreparedTurn,
 } from './messages.service.js';
 
 const tags = ['messages'];
@@ -42,7 +40,6 @@ const base = '/api/workspaces/:ws/chats/:session/messages';
 
 export interface MessagesRoutesOptions {
   messages: MessagesService;
-  agentAsync: boolean;
   /** Largest attachment any plan allows; the plan's own limit is enforced per file. */
   maxFileBytes: number;
   heartbeatMs: number;
@@ -66,24 +63,12 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
   // Parts pass the input gate as they arrive (platform/multipart.ts).
   await registerMultipart(app, { files: MAX_FILES_PER_MESSAGE, fileSize: options.maxFileBytes, fields: 10, fieldSize: MAX_MESSAGE_CHARS * 4 });
 
-  /** The reply of a turn for the JSON endpoints; a model failure is a generic 502 (logged by the service). */
-  async function generateJson(turn: Turn) {
-    try {
-      return await messages.generate(turn, () => undefined);
-    } catch (error) {
-      throw error instanceof ModelCallError ? messageErrors.modelFailed() : error;
-    }
-  }
-
   /**
    * Streams a prepared turn as server-sent events. Everything that can be refused was refused
    * before this point as a JSON error; from here on failures are `error` events.
    */
-  async function streamTurn(request: FastifyRequest, reply: FastifyReply, turn: Turn) {
-    if (!wantsEventStream(request)) {
-      const result = await generateJson(turn);
-      return reply.code(201).send(toMessageOut(result.reply));
-    }
+  async function streamTurn(request: FastifyRequest, reply: FastifyReply, turn: PreparedTurn) {
+    if (!wantsEventStream(request)) return reply.code(201).send(await messages.replyTo(turn));
     const stream = openEventStream(reply, { headers: { 'X-Stream-Id': turn.streamId }, heartbeatMs: options.heartbeatMs });
     const closed = options.metrics.streamOpened();
     // Every event is numbered and buffered, so a client that loses the connection can reattach
@@ -94,7 +79,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
       stream.sendEncoded(recorded.event, recorded.data, recorded.id);
     };
     try {
-      const result = await messages.generate(turn, (event) => {
+      const result = await messages.runTurn(turn, (event) => {
         if (event.type === 'delta') send('delta', { text: event.text });
         else send('tool', { id: event.id, name: event.name, status: event.status });
       });
@@ -104,7 +89,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
       // SQL (faultLogFields), anything else in full.
       const detail = replyFailureDetail(error);
       if (detail === SERVICE_UNAVAILABLE_DETAIL) request.log.warn(faultLogFields(error), 'streaming reply failed: dependency unavailable');
-      else if (!(error instanceof ModelCallError)) request.log.error({ err: error }, 'streaming reply failed');
+      else if (!isModelFailure(error)) request.log.error({ err: error }, 'streaming reply failed');
       send('error', { detail });
     } finally {
       // Closed before we ended it: the client went away (the reply was still generated and saved).
@@ -123,7 +108,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
   app.post(`${base}/stream/`, { schema: { ...sendSchema, response: { 201: messageOut } } }, async (request, reply) => {
     const { ws, session } = request.params;
     const input = request.isMultipart() ? formParts(request) : requireBody(request.body);
-    const turn = await messages.startSend(currentUser(request).id, ws, session, input);
+    const turn = await messages.prepareSend(currentUser(request).id, ws, session, input);
     return streamTurn(request, reply, turn);
   });
 
@@ -177,7 +162,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     async (request, reply) => {
       const { ws, session } = request.params;
       const { user_message_id, stream_id } = request.body;
-      const turn = await messages.startRegenerate(currentUser(request).id, ws, session, user_message_id, stream_id);
+      const turn = await messages.prepareRegenerate(currentUser(request).id, ws, session, user_message_id, stream_id);
       return streamTurn(request, reply, turn);
     },
   );
@@ -188,7 +173,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     async (request, reply) => {
       const { ws, session, id } = request.params;
       const { content, stream_id } = request.body;
-      const turn = await messages.startEdit(currentUser(request).id, ws, session, id, content, stream_id);
+      const turn = await messages.prepareEdit(currentUser(request).id, ws, session, id, content, stream_id);
       return streamTurn(request, reply, turn);
     },
   );
@@ -199,13 +184,9 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     async (request, reply) => {
       const { ws, session } = request.params;
       const input = request.isMultipart() ? formParts(request) : requireBody(request.body);
-      const turn = await messages.startSend(currentUser(request).id, ws, session, input);
-      if (options.agentAsync) {
-        const task = await messages.createAgentTask(turn);
-        return reply.code(202).send({ ...toMessageOut(turn.userMessage), agent_task_id: task.id });
-      }
-      const result = await generateJson(turn);
-      return reply.code(201).send(toMessageOut(result.reply));
+      const sent = await messages.send(currentUser(request).id, ws, session, input);
+      if (sent.status === 'queued') return reply.code(202).send({ ...sent.message, agent_task_id: sent.agentTaskId });
+      return reply.code(201).send(sent.message);
     },
   );
 
@@ -214,9 +195,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     { schema: { tags, params: chatPathParams, body: regenerateBody, response: { 201: messageOut } } },
     async (request, reply) => {
       const { ws, session } = request.params;
-      const turn = await messages.startRegenerate(currentUser(request).id, ws, session, request.body.user_message_id);
-      const result = await generateJson(turn);
-      return reply.code(201).send(toMessageOut(result.reply));
+      return reply.code(201).send(await messages.regenerate(currentUser(request).id, ws, session, request.body.user_message_id));
     },
   );
 

@@ -82,10 +82,115 @@ export interface SessionSettings {
   model_parameters: Record<string, unknown>;
 }
 
-// Values the SDKs' provider-option schemas accept; anything else would fail the call.
+type OptionsFor = (key: string) => Record<string, unknown>;
+
+/**
+ * What differs per provider, one entry each: where the settings that are not plain AI SDK call
+ * settings go (provider options), and which of them the provider refuses. The values each
+ * accepts are the ones the SDKs' provider-option schemas accept; anything else would fail the call.
+ */
+interface ProviderMapping {
+  /** Where a top_k goes: a call setting, a provider option, or nowhere (dropped). */
+  topK: (topK: number, settings: Partial<ModelCallSettings>, optionsFor: OptionsFor) => boolean;
+  /**
+   * Turns thinking on (`budget` undefined: the provider's default) and returns the answer's
+   * maxOutputTokens, or null when it cannot be on. Absent: thinking is never sent (dropped).
+   */
+  thinking?: (budget: number | undefined, maxOutputTokens: number, cap: number, optionsFor: OptionsFor) => number | null;
+  /** With thinking on, temperature, top_p and top_k are refused. */
+  thinkingExcludesSampling?: boolean;
+  /** Treats every model as temperature-or-top_p (its SDK drops top_p when temperature is set). */
+  temperatureOrTopP?: boolean;
+  /** Sends a logit bias; absent: dropped. */
+  logitBias?: (bias: Record<string, number>, optionsFor: OptionsFor) => void;
+  /** Sends a reasoning effort the catalog allows; false when the provider cannot take it (dropped). */
+  reasoningEffort: (effort: string, optionsFor: OptionsFor) => boolean;
+}
+
 const openaiEfforts = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']);
 const anthropicEfforts = new Set(['low', 'medium', 'high', 'xhigh', 'max']);
 const googleThinkingLevels = new Set(['minimal', 'low', 'medium', 'high']);
+
+const setTopK = (topK: number, settings: Partial<ModelCallSettings>) => {
+  settings.topK = topK;
+  return true;
+};
+
+const PROVIDER_MAPPINGS: Record<ChatModel['provider'], ProviderMapping> = {
+  openai: {
+    topK: () => false,
+    logitBias: (bias, optionsFor) => {
+      optionsFor('openai').logitBias = bias;
+    },
+    reasoningEffort: (effort, optionsFor) => {
+      if (!openaiEfforts.has(effort)) return false;
+      optionsFor('openai').reasoningEffort = effort;
+      return true;
+    },
+  },
+  // openai-compatible reads `openaiCompatible`; unknown keys under it are copied into the body.
+  'openai-compatible': {
+    // The openai-compatible SDK ignores topK; servers that accept it (vLLM, Ollama) read `top_k`.
+    topK: (topK, _settings, optionsFor) => {
+      optionsFor('openaiCompatible').top_k = topK;
+      return true;
+    },
+    logitBias: (bias, optionsFor) => {
+      optionsFor('openaiCompatible').logit_bias = bias;
+    },
+    reasoningEffort: (effort, optionsFor) => {
+      optionsFor('openaiCompatible').reasoningEffort = effort;
+      return true;
+    },
+  },
+  anthropic: {
+    topK: setTopK,
+    thinking: (requested, maxOutputTokens, cap, optionsFor) => {
+      // The SDK sends max_tokens = maxOutputTokens + budget (so budget < max_tokens always holds);
+      // keep that sum within the cap, shrinking the budget first so the answer keeps at least
+      // half the cap (or what it asked for, if less).
+      let budget = Math.max(requested ?? DEFAULT_THINKING_BUDGET, MIN_ANTHROPIC_THINKING_BUDGET);
+      let answer = maxOutputTokens;
+      if (answer + budget > cap) {
+        const reserve = Math.min(answer, Math.floor(cap / 2));
+        budget = Math.max(MIN_ANTHROPIC_THINKING_BUDGET, Math.min(budget, cap - reserve));
+        answer = cap - budget;
+      }
+      if (answer < 1) return null; // the cap cannot hold the minimum budget plus an answer
+      optionsFor('anthropic').thinking = { type: 'enabled', budgetTokens: budget };
+      return answer;
+    },
+    // Anthropic refuses temperature/top_k changes with thinking on (the SDK strips them too).
+    thinkingExcludesSampling: true,
+    // @ai-sdk/anthropic drops top_p whenever temperature is set on a Claude model, so treat every
+    // Anthropic model as temperature-or-top_p to keep `dropped` truthful.
+    temperatureOrTopP: true,
+    reasoningEffort: (effort, optionsFor) => {
+      if (!anthropicEfforts.has(effort)) return false;
+      optionsFor('anthropic').effort = effort;
+      return true;
+    },
+  },
+  google: {
+    topK: setTopK,
+    thinking: (requested, maxOutputTokens, cap, optionsFor) => {
+      if (requested === undefined) {
+        optionsFor('google').thinkingConfig = { thinkingBudget: -1 }; // dynamic thinking
+        return maxOutputTokens;
+      }
+      const budget = Math.min(requested, MAX_GOOGLE_THINKING_BUDGET);
+      optionsFor('google').thinkingConfig = { thinkingBudget: budget };
+      // Gemini counts thoughts inside maxOutputTokens: add the budget so the answer keeps its room.
+      return Math.min(maxOutputTokens + budget, cap);
+    },
+    reasoningEffort: (effort, optionsFor) => {
+      if (!googleThinkingLevels.has(effort)) return false;
+      const google = optionsFor('google');
+      google.thinkingConfig = { ...(google.thinkingConfig as object | undefined), thinkingLevel: effort };
+      return true;
+    },
+  },
+};
 
 /** Stored parameters, each re-validated on its own so one bad legacy value does not block the rest. */
 function readParameters(raw: Record<string, unknown>, dropped: Set<string>): ModelParameters {
@@ -101,15 +206,13 @@ function readParameters(raw: Record<string, unknown>, dropped: Set<string>): Mod
 }
 
 export function buildCallSettings(model: ChatModel, session: SessionSettings): BuiltCallSettings {
-  const { controls, provider } = model;
+  const { controls } = model;
+  const mapping = PROVIDER_MAPPINGS[model.provider];
   const dropped = new Set<string>();
   const params = readParameters(session.model_parameters ?? {}, dropped);
   const settings: Partial<ModelCallSettings> = {};
   const providerOptions: Record<string, Record<string, unknown>> = {};
   const optionsFor = (key: string) => (providerOptions[key] ??= {});
-  const isOpenAIApi = provider === 'openai' || provider === 'openai-compatible';
-  // openai-compatible reads `openaiCompatible`; unknown keys under it are copied into the body.
-  const openaiKey = provider === 'openai' ? 'openai' : 'openaiCompatible';
 
   const cap = model.max_output_tokens;
   const reasons = controls.reasoning_effort.length > 0 || controls.thinking;
@@ -128,7 +231,7 @@ export function buildCallSettings(model: ChatModel, session: SessionSettings): B
   }
   let topK: number | undefined;
   if (params.top_k !== undefined) {
-    if (controls.top_k && provider !== 'openai') topK = params.top_k;
+    if (controls.top_k) topK = params.top_k;
     else dropped.add('top_k');
   }
 
@@ -136,50 +239,28 @@ export function buildCallSettings(model: ChatModel, session: SessionSettings): B
   let thinkingOn = false;
   if (params.thinking !== undefined) {
     const requested = params.thinking === true ? undefined : params.thinking === false ? null : params.thinking.budget_tokens;
-    if (!controls.thinking || isOpenAIApi) {
+    if (!controls.thinking || !mapping.thinking) {
       dropped.add('thinking');
-    } else if (requested === null) {
-      // `thinking: false` sends nothing: Claude does not think by default, and Gemini 2.5 Pro
-      // rejects a zero budget, so the provider's default is the only safe "off".
-    } else if (provider === 'anthropic') {
-      // The SDK sends max_tokens = maxOutputTokens + budget (so budget < max_tokens always holds);
-      // keep that sum within the cap, shrinking the budget first so the answer keeps at least
-      // half the cap (or what it asked for, if less).
-      let budget = Math.max(requested ?? DEFAULT_THINKING_BUDGET, MIN_ANTHROPIC_THINKING_BUDGET);
-      if (maxOutputTokens + budget > cap) {
-        const reserve = Math.min(maxOutputTokens, Math.floor(cap / 2));
-        budget = Math.max(MIN_ANTHROPIC_THINKING_BUDGET, Math.min(budget, cap - reserve));
-        maxOutputTokens = cap - budget;
-      }
-      if (maxOutputTokens < 1) {
-        dropped.add('thinking'); // the cap cannot hold the minimum budget plus an answer
-        maxOutputTokens = Math.min(params.max_tokens ?? fallback, cap);
+    } else if (requested !== null) {
+      // (`thinking: false` sends nothing: Claude does not think by default, and Gemini 2.5 Pro
+      // rejects a zero budget, so the provider's default is the only safe "off".)
+      const answer = mapping.thinking(requested, maxOutputTokens, cap, optionsFor);
+      if (answer === null) {
+        dropped.add('thinking');
       } else {
         thinkingOn = true;
-        optionsFor('anthropic').thinking = { type: 'enabled', budgetTokens: budget };
-      }
-    } else if (provider === 'google') {
-      thinkingOn = true;
-      if (requested === undefined) {
-        optionsFor('google').thinkingConfig = { thinkingBudget: -1 }; // dynamic thinking
-      } else {
-        const budget = Math.min(requested, MAX_GOOGLE_THINKING_BUDGET);
-        // Gemini counts thoughts inside maxOutputTokens: add the budget so the answer keeps its room.
-        maxOutputTokens = Math.min(maxOutputTokens + budget, cap);
-        optionsFor('google').thinkingConfig = { thinkingBudget: budget };
+        maxOutputTokens = answer;
       }
     }
   }
-  if (thinkingOn && provider === 'anthropic') {
-    // Anthropic refuses temperature/top_k changes with thinking on (the SDK strips them too).
+  if (thinkingOn && mapping.thinkingExcludesSampling) {
     if (temperature !== undefined) dropped.add('temperature');
     if (topP !== undefined) dropped.add('top_p');
     if (topK !== undefined) dropped.add('top_k');
     temperature = topP = topK = undefined;
   }
-  // @ai-sdk/anthropic drops top_p whenever temperature is set on a Claude model, so treat every
-  // Anthropic model as temperature-or-top_p to keep `dropped` truthful. Temperature wins.
-  if ((controls.temperature_or_top_p || provider === 'anthropic') && temperature !== undefined && topP !== undefined) {
+  // Temperature wins over top_p where the model takes one of them.
+  if ((controls.temperature_or_top_p || mapping.temperatureOrTopP) && temperature !== undefined && topP !== undefined) {
     dropped.add('top_p');
     topP = undefined;
   }
@@ -187,11 +268,7 @@ export function buildCallSettings(model: ChatModel, session: SessionSettings): B
   settings.maxOutputTokens = maxOutputTokens;
   if (temperature !== undefined) settings.temperature = temperature;
   if (topP !== undefined) settings.topP = topP;
-  if (topK !== undefined) {
-    // The openai-compatible SDK ignores topK; servers that accept it (vLLM, Ollama) read `top_k`.
-    if (provider === 'openai-compatible') optionsFor(openaiKey).top_k = topK;
-    else settings.topK = topK;
-  }
+  if (topK !== undefined && !mapping.topK(topK, settings, optionsFor)) dropped.add('top_k');
 
   for (const key of ['presence_penalty', 'frequency_penalty'] as const) {
     const value = params[key];
@@ -211,28 +288,13 @@ export function buildCallSettings(model: ChatModel, session: SessionSettings): B
   }
 
   if (params.logit_bias !== undefined) {
-    if (!isOpenAIApi || !controls.penalties) {
-      dropped.add('logit_bias');
-    } else if (Object.keys(params.logit_bias).length > 0) {
-      optionsFor(openaiKey)[provider === 'openai' ? 'logitBias' : 'logit_bias'] = params.logit_bias;
-    }
+    if (!mapping.logitBias || !controls.penalties) dropped.add('logit_bias');
+    else if (Object.keys(params.logit_bias).length > 0) mapping.logitBias(params.logit_bias, optionsFor);
   }
 
   if (params.reasoning_effort !== undefined) {
     const effort = params.reasoning_effort;
-    const allowed = controls.reasoning_effort.includes(effort);
-    if (allowed && provider === 'openai' && openaiEfforts.has(effort)) {
-      optionsFor('openai').reasoningEffort = effort;
-    } else if (allowed && provider === 'openai-compatible') {
-      optionsFor('openaiCompatible').reasoningEffort = effort;
-    } else if (allowed && provider === 'anthropic' && anthropicEfforts.has(effort)) {
-      optionsFor('anthropic').effort = effort;
-    } else if (allowed && provider === 'google' && googleThinkingLevels.has(effort)) {
-      const google = optionsFor('google');
-      google.thinkingConfig = { ...(google.thinkingConfig as object | undefined), thinkingLevel: effort };
-    } else {
-      dropped.add('reasoning_effort');
-    }
+    if (!controls.reasoning_effort.includes(effort) || !mapping.reasoningEffort(effort, optionsFor)) dropped.add('reasoning_effort');
   }
 
   return {

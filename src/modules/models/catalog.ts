@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { describeIssues } from '../../platform/zod-issues.js';
 import { builtInCatalog } from './catalog.data.js';
 import {
   type CatalogFile,
@@ -45,7 +46,7 @@ export function loadCatalog(file: string | undefined): ModelCatalog {
   if (!file) return createCatalog();
   const parsed = catalogFile.safeParse(JSON.parse(readFileSync(file, 'utf8')));
   if (!parsed.success) {
-    throw new Error(`MODEL_CATALOG_FILE ${file} is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new Error(`MODEL_CATALOG_FILE ${file} is invalid: ${describeIssues(parsed.error.issues)}`);
   }
   return createCatalog(parsed.data);
 }

@@ -1,3 +1,5 @@
+import { parseMediaType } from '../../platform/content-type.js';
+
 /*
  * What audio the transcription endpoint accepts: the formats OpenAI's speech-to-text API takes
  * (mp3/mpeg/mpga, mp4/m4a, wav, webm, ogg, flac). A file must be declared as one of them (MIME
@@ -28,7 +30,7 @@ export const ACCEPTED_FORMATS_TEXT = 'mp3, mpeg, mpga, mp4, m4a, wav, webm, ogg 
 
 /** Whether the part's declared type (or, for a generic type, its file extension) is accepted audio. */
 export function declaredAsAudio(mimetype: string, filename: string): boolean {
-  const type = mimetype.split(';')[0]!.trim().toLowerCase();
+  const type = parseMediaType(mimetype).mime;
   if (DECLARED_TYPES.has(type)) return true;
   const extension = /\.([a-z0-9]+)$/i.exec(filename)?.[1]?.toLowerCase() ?? '';
   return GENERIC_TYPES.has(type) && EXTENSIONS.has(extension);

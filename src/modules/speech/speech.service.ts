@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { experimental_transcribe as transcribe, generateText, NoTranscriptGeneratedError } from 'ai';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
@@ -33,25 +32,13 @@ import {
   MAX_AUDIO_BYTES,
   sniffAudio,
 } from './audio.js';
+import type { FormPart } from '../../platform/multipart.js';
 import { resolveIso639_1, resolveTargetLanguage, type TargetLanguage } from './languages.js';
 import { speechErrors } from './speech.errors.js';
 import type { TranscriptionOut, TranslateInput, TranslationOut } from './speech.schemas.js';
 
-/** One part of the multipart upload, without HTTP types: a form field or the audio stream. */
-export type SpeechPart =
-  | { type: 'field'; name: string; value: string }
-  | {
-      type: 'file';
-      field: string;
-      filename: string;
-      mimetype: string;
-      stream: Readable;
-      /** True once the parser cut the file at MAX_AUDIO_BYTES (it had more). */
-      truncated: () => boolean;
-    };
-
 export interface AudioUpload {
-  parts: AsyncIterable<SpeechPart>;
+  parts: AsyncIterable<FormPart>;
   /** Content-Length of the whole request, when sent: sizes the credit held before the audio arrives. */
   declaredBytes?: number;
 }
@@ -120,7 +107,7 @@ export function createSpeechService(deps: SpeechServiceDeps) {
   }
 
   /** Reads the audio part, refusing it (413) as soon as the parser reports more than the limit. */
-  async function drainAudio(part: Extract<SpeechPart, { type: 'file' }>, sink: (chunk: Buffer) => unknown): Promise<number> {
+  async function drainAudio(part: Extract<FormPart, { type: 'file' }>, sink: (chunk: Buffer) => unknown): Promise<number> {
     let size = 0;
     for await (const chunk of part.stream) {
       const buffer = chunk as Buffer;
@@ -132,14 +119,14 @@ export function createSpeechService(deps: SpeechServiceDeps) {
     return size;
   }
 
-  async function readAudio(part: Extract<SpeechPart, { type: 'file' }>): Promise<Buffer> {
+  async function readAudio(part: Extract<FormPart, { type: 'file' }>): Promise<Buffer> {
     const chunks: Buffer[] = [];
     const size = await drainAudio(part, (chunk) => chunks.push(chunk));
     return Buffer.concat(chunks, size);
   }
 
   /** Writes the audio to a private temporary file: used when it arrives before `workspace_id`. */
-  async function spoolAudio(part: Extract<SpeechPart, { type: 'file' }>, file: string): Promise<void> {
+  async function spoolAudio(part: Extract<FormPart, { type: 'file' }>, file: string): Promise<void> {
     const handle = await open(file, 'wx', 0o600);
     try {
       await drainAudio(part, (chunk) => handle.write(chunk));

@@ -1,5 +1,6 @@
 import { and, asc, count, eq, inArray } from 'drizzle-orm';
 import type { DbOrTx } from '../../db/client.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import { users } from '../users/users.table.js';
 import { membershipsSeenBy } from '../workspaces/workspaces.repo.js';
 import { workspaceMemberships } from '../workspaces/workspaces.table.js';
@@ -12,12 +13,6 @@ export type TeamMembershipWithUser = TeamMembershipRow & {
   workspaceId: string;
   user: { id: number; email: string; name: string };
 };
-
-/** True for PostgreSQL's unique_violation, whether or not the driver wrapped the error. */
-export function isUniqueViolation(error: unknown): boolean {
-  const e = error as { code?: string; cause?: { code?: string } } | null;
-  return e?.code === '23505' || e?.cause?.code === '23505';
-}
 
 /** Ids of the workspaces `userId` is a member of (as the current request may see them), as a subquery. */
 function workspacesOf(db: DbOrTx, userId: number) {

@@ -3,6 +3,7 @@ import { rootCertificates } from 'node:tls';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { Client, buildConnector, type Dispatcher } from 'undici';
+import { parseMediaType } from '../content-type.js';
 import { CATEGORY_LABELS, checkAddress, connectAddress, parseAddress, parseAllowList } from './address-policy.js';
 import { UrlFetchError, UrlNotAllowedError, type UrlRefusalReason } from './errors.js';
 import { type CheckedUrl, checkUrl } from './url-policy.js';
@@ -304,16 +305,13 @@ export function createSafeFetcher(options: SafeFetcherOptions): SafeFetcher {
           delete responseHeaders['content-encoding'];
           delete responseHeaders['content-length'];
         }
-        const [mediaType = '', ...params] = (responseHeaders['content-type'] ?? '').split(';');
-        const charset = params
-          .map((p) => p.trim().match(/^charset\s*=\s*"?([^";]+)"?$/i)?.[1])
-          .find((c) => c !== undefined);
+        const { mime, charset } = parseMediaType(responseHeaders['content-type']);
         return {
           url: checked.url.href,
           status: response.statusCode,
           headers: responseHeaders,
-          contentType: mediaType.trim().toLowerCase(),
-          charset: charset ? charset.toLowerCase() : null,
+          contentType: mime,
+          charset: charset ?? null,
           body,
         };
       } catch (error) {

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { DbOrTx } from '../../db/client.js';
+import { describeIssues } from '../zod-issues.js';
 import type { JobDefinition, RecordedJob, RecordOptions } from './port.js';
 
 /**
@@ -19,7 +20,7 @@ export class JobPayloadError extends Error {
     readonly jobName: string,
     readonly issues: z.core.$ZodIssue[] | string,
   ) {
-    const detail = typeof issues === 'string' ? issues : issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    const detail = typeof issues === 'string' ? issues : describeIssues(issues);
     super(`Invalid payload for job ${jobName}: ${detail}`);
     this.name = 'JobPayloadError';
   }

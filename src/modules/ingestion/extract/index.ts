@@ -1,0 +1,64 @@
+/**
+ * Text extraction for document ingestion: bytes + content type in, plain text per page out.
+ * Pure (no database, storage or network); see ../README.md for the decisions. One file per
+ * format; this entry detects the format (detect.ts) and hands the bytes to that format's extractor.
+ */
+import { parseMediaType } from '../../../platform/content-type.js';
+import { extractDocx } from './docx.js';
+import { detectFormat, extensionOf } from './detect.js';
+import { extractHtmlBytes } from './html.js';
+import { extractJson } from './json.js';
+import { extractPdf } from './pdf.js';
+import { extractPlainText } from './text.js';
+import { type DocumentFormat, type ExtractedDocument, EXTRACTION_LIMITS, type ExtractInput, type ExtractionLimits } from './types.js';
+
+export { normalizeWhitespace } from './decode.js';
+export {
+  type DocumentFormat,
+  type ExtractedDocument,
+  type ExtractedPage,
+  type ExtractInput,
+  EXTRACTION_LIMITS,
+  ExtractionError,
+  type ExtractionErrorCode,
+  type ExtractionLimits,
+} from './types.js';
+
+/** What a format's extractor is given: the bytes, the declared content type and the limits. */
+interface FormatInput {
+  bytes: Buffer;
+  mime: string;
+  charset: string | undefined;
+  filename: string | undefined;
+  limits: ExtractionLimits;
+}
+
+const EXTRACTORS: Record<DocumentFormat, (input: FormatInput) => ExtractedDocument | Promise<ExtractedDocument>> = {
+  pdf: ({ bytes, limits }) => extractPdf(bytes, limits),
+  docx: ({ bytes, limits }) => extractDocx(bytes, limits),
+  json: ({ bytes, charset, limits }) => extractJson(bytes, charset, limits),
+  html: ({ bytes, charset, limits }) => extractHtmlBytes(bytes, charset, limits),
+  markdown: ({ bytes, charset, limits }) => extractPlainText(bytes, { format: 'markdown', charset, tsv: false, limits }),
+  text: ({ bytes, charset, limits }) => extractPlainText(bytes, { format: 'text', charset, tsv: false, limits }),
+  csv: ({ bytes, mime, charset, filename, limits }) =>
+    extractPlainText(bytes, { format: 'csv', charset, tsv: extensionOf(filename) === 'tsv' || mime === 'text/tab-separated-values', limits }),
+};
+
+/**
+ * Extracts the text of a document. The format comes from the content type, else the file name's
+ * (or source URL's) extension, else the bytes. Throws ExtractionError for unsupported, corrupt or
+ * encrypted files; an empty or image-only document gives pages with empty text (not an error).
+ */
+export async function extractText(
+  input: ExtractInput,
+  limitOverrides: Partial<ExtractionLimits> = {},
+): Promise<ExtractedDocument> {
+  const limits: ExtractionLimits = { ...EXTRACTION_LIMITS, ...limitOverrides };
+  const raw: Uint8Array = input.bytes;
+  const bytes = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  const contentType = input.contentType ?? '';
+  const format = detectFormat({ ...input, bytes, contentType });
+  const { mime, charset } = parseMediaType(contentType);
+  const doc = await EXTRACTORS[format]({ bytes, mime, charset, filename: input.filename, limits });
+  return { ...doc, format };
+}

@@ -1,0 +1,74 @@
+/** Shapes, limits and the one error of extraction. */
+export type DocumentFormat = 'pdf' | 'docx' | 'html' | 'markdown' | 'text' | 'csv' | 'json';
+
+export interface ExtractedPage {
+  /** 1-based page number for PDFs; null for formats without pages. */
+  page: number | null;
+  text: string;
+}
+
+export interface ExtractedDocument {
+  title?: string;
+  pages: ExtractedPage[];
+  /** The format the bytes were read as (set by extractText). */
+  format?: DocumentFormat;
+  /** Present (true) when a limit cut the text short; the rest of the file was not read. */
+  truncated?: boolean;
+}
+
+export interface ExtractInput {
+  bytes: Buffer;
+  contentType: string;
+  filename?: string;
+  sourceUrl?: string;
+}
+
+/** Bounds on the work one extraction may do. */
+export interface ExtractionLimits {
+  /** Characters of text kept in total (after whitespace normalisation). */
+  maxChars: number;
+  /** PDF pages read; later pages are ignored. */
+  maxPages: number;
+  /** Bytes of a text-like file (text, Markdown, CSV, HTML) decoded; the rest is ignored. */
+  maxTextBytes: number;
+  /** JSON files larger than this are not parsed but read as plain text (bounded as text). */
+  maxJsonBytes: number;
+  /** Elements Readability may look at; bigger pages fall back to the whole body text. */
+  maxHtmlElements: number;
+}
+
+export const EXTRACTION_LIMITS: Readonly<ExtractionLimits> = Object.freeze({
+  maxChars: 5_000_000,
+  maxPages: 2_000,
+  maxTextBytes: 20 * 1024 * 1024,
+  maxJsonBytes: 20 * 1024 * 1024,
+  maxHtmlElements: 100_000,
+});
+
+export type ExtractionErrorCode = 'unsupported_type' | 'corrupt_file' | 'password_protected' | 'invalid_json';
+
+/**
+ * Extraction failed. `userMessage` is written for the end user (it becomes the ingestion task's
+ * `error_message`); `message` and `cause` carry the technical details for the log.
+ */
+export class ExtractionError extends Error {
+  constructor(
+    readonly code: ExtractionErrorCode,
+    readonly userMessage: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ExtractionError';
+  }
+}
+
+const SUPPORTED_LIST = 'PDF, Word (.docx), HTML, Markdown, plain text, CSV or JSON';
+
+export function unsupported(what: string | undefined, detail: string, userMessage?: string): ExtractionError {
+  return new ExtractionError(
+    'unsupported_type',
+    userMessage ?? `This file type${what ? ` (${what})` : ''} is not supported. Upload a ${SUPPORTED_LIST} file.`,
+    `unsupported document type: ${detail}`,
+  );
+}
