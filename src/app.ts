@@ -21,7 +21,7 @@ import { invitationsRoutes } from './modules/invitations/invitations.routes.js';
 import { speechRoutes } from './modules/speech/speech.routes.js';
 import { teamMembershipsRoutes } from './modules/teams/team-memberships.routes.js';
 import { teamsRoutes } from './modules/teams/teams.routes.js';
-import { usersRoutes } from './modules/users/users.routes.js';
+import { usersRoutes } from './modules/auth/profile.routes.js';
 import { membershipsRoutes } from './modules/workspaces/memberships.routes.js';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
 import { openApiDocument } from './openapi.js';

@@ -3,7 +3,7 @@ import type { Db, DbOrTx } from '../../db/client.js';
 import { PaymentRequiredError } from '../../platform/errors.js';
 import type { ServiceMetrics } from '../../platform/metrics.js';
 import { tokenCost, type ModelCatalog } from '../models/index.js';
-import { lockWorkspace } from '../workspaces/workspaces.repo.js';
+import { lockWorkspace } from '../workspaces/index.js';
 import type { UsageKind } from './billing.table.js';
 import * as repo from './credit.repo.js';
 import { billingErrors } from './billing.errors.js';

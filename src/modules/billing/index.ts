@@ -8,4 +8,4 @@
 export { modelNotInPlan } from './billing.errors.js';
 export { type CreditService, type Reservation } from './credit.service.js';
 export { planIncludesModel, type Plans } from './plans.js';
-export { resolveBillingState } from './state.js';
+export { createPlanModelRules, resolveBillingState } from './state.js';

@@ -1,6 +1,5 @@
 import { and, asc, desc, eq, inArray, isNull, ne, notInArray, sql } from 'drizzle-orm';
 import { type DbOrTx, queryRows } from '../../db/client.js';
-import { workspaces } from '../workspaces/workspaces.table.js';
 import {
   accessGrantingStatuses,
   billingCustomers,
@@ -218,11 +217,6 @@ export async function updateSubscriptionFields(tx: DbOrTx, id: string, values: S
 export async function replaceItems(tx: DbOrTx, subscriptionId: string, items: ItemValues[]): Promise<void> {
   await tx.delete(subscriptionItems).where(eq(subscriptionItems.subscriptionId, subscriptionId));
   if (items.length) await tx.insert(subscriptionItems).values(items.map((item) => ({ ...item, subscriptionId })));
-}
-
-export async function workspaceExists(db: DbOrTx, workspaceId: string): Promise<boolean> {
-  const [row] = await db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.id, workspaceId));
-  return Boolean(row);
 }
 
 /** Another subscription on the workspace that grants access, if any. */

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/client.js';
 import { fieldError, NotFoundError } from '../../platform/errors.js';
-import { findWorkspace } from '../workspaces/workspaces.repo.js';
+import { findWorkspace } from '../workspaces/index.js';
 import * as repo from './billing.repo.js';
 import { planKeys, type Plans } from './plans.js';
 

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client.js';
 import { requireMember } from '../workspaces/index.js';
 import { isOwnerOrAdmin } from '../workspaces/index.js';
-import { findUserSummary } from './billing.repo.js';
+import { findUserSummary } from '../users/index.js';
 import type { CreditService, CreditSummary } from './credit.service.js';
 import type { PlanOut } from './plan.schemas.js';
 import type { Plans } from './plans.js';

@@ -1,7 +1,8 @@
 import type { DbOrTx } from '../../db/client.js';
-import { findWorkspace } from '../workspaces/workspaces.repo.js';
+import type { PlanModelRules } from '../models/index.js';
+import { findWorkspace } from '../workspaces/index.js';
 import * as repo from './billing.repo.js';
-import { type Plan, type PlanKey, planKeys, type Plans } from './plans.js';
+import { type Plan, type PlanKey, planIncludesModel, planKeys, type Plans } from './plans.js';
 
 /** A workspace's billing position at one instant: plan, subscription and credit period. */
 export interface BillingState {
@@ -125,4 +126,12 @@ async function subscriptionState(
 export async function resolveWorkspaceBillingState(db: DbOrTx, plans: Plans, workspaceId: string, now = new Date()) {
   const workspace = await findWorkspace(db, workspaceId);
   return workspace ? resolveBillingState(db, plans, workspace, now) : undefined;
+}
+
+/** The models listing's view of a workspace's plan (models receives it through src/deps.ts). */
+export function createPlanModelRules(db: DbOrTx, plans: Plans): PlanModelRules {
+  return async (workspace) => {
+    const { plan } = await resolveBillingState(db, plans, workspace);
+    return { includes: (model) => planIncludesModel(plan, model), defaultModel: plan.default_model };
+  };
 }

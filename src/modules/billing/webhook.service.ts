@@ -7,6 +7,7 @@ import { findCustomerByProviderId } from './billing.repo.js';
 import { billingErrors } from './billing.errors.js';
 import { accessGrantingStatuses, endedStatuses } from './billing.table.js';
 import * as mirror from './mirror.repo.js';
+import { findWorkspace } from '../workspaces/index.js';
 import { verifyWebhookSignature } from './payment-provider.js';
 import { planKeys } from './plans.js';
 import {
@@ -208,7 +209,7 @@ export function createWebhookService({
     const named = row.metadata.workspace_id;
     let target = previousWorkspace;
     if (!target && named) {
-      if (isUuid(named) && (await mirror.workspaceExists(tx, named))) target = named;
+      if (isUuid(named) && Boolean(await findWorkspace(tx, named))) target = named;
       else elog.warn({ subscription: row.providerSubscriptionId, workspace: named }, 'subscription names an unknown workspace; recorded on no workspace');
     }
     if (!target) return null;
@@ -232,7 +233,7 @@ export function createWebhookService({
   }
 
   async function attachWaiting(tx: DbOrTx, workspaceId: string, elog: WebhookLog): Promise<void> {
-    if (!(await mirror.workspaceExists(tx, workspaceId))) return;
+    if (!(await findWorkspace(tx, workspaceId))) return;
     for (const waiting of await mirror.findWaitingSubscriptions(tx, workspaceId)) {
       if (await mirror.findOtherGranting(tx, workspaceId, waiting.id)) return;
       if (await mirror.attachSubscription(tx, waiting.id, workspaceId)) {

@@ -6,7 +6,7 @@ import { type DbOrTx, queryRows } from '../../db/client.js';
 import { sql } from 'drizzle-orm';
 import type { KnowledgeHit, KnowledgeSearch } from '../agents/index.js';
 import type { CreditService } from '../billing/index.js';
-import { EMBEDDING_DIMENSIONS } from '../documents/documents.table.js';
+import { EMBEDDING_DIMENSIONS } from '../documents/index.js';
 import type { ModelRegistry } from '../models/index.js';
 import { chatHasKnowledge } from './knowledge-bases.repo.js';
 import type { ServiceMetrics } from '../../platform/metrics.js';

@@ -30,7 +30,7 @@ import type { Plans } from '../billing/index.js';
 import { resolveBillingState } from '../billing/index.js';
 import { type ChatAccess, loadChat } from '../chats/index.js';
 import { chatErrors } from '../chats/index.js';
-import { findChatById, touchChat } from '../chats/chats.repo.js';
+import { findChatById, touchChat } from '../chats/index.js';
 import { assertWritable } from '../workspaces/index.js';
 import type { MessageAttachment, MessageUsage } from './messages.table.js';
 import { buildCallSettings } from '../models/index.js';

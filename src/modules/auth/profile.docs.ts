@@ -1,6 +1,6 @@
 import type { OperationDocs } from '../../platform/openapi.js';
 import { namedSchema } from '../../platform/openapi.js';
-import { meOut } from './users.schemas.js';
+import { meOut } from './profile.schemas.js';
 
 namedSchema(meOut, 'Me', {
   description: 'The signed-in user with the workspaces they belong to and their role in each.',

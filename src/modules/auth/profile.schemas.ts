@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { workspaceRoles } from '../workspaces/index.js';
-import { accountOut, userName } from './users.shapes.js';
+import { accountOut, userName } from '../users/index.js';
 
 export const meOut = accountOut.extend({
   workspaces: z.array(

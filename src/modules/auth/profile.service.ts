@@ -1,14 +1,15 @@
 import type { Db } from '../../db/client.js';
 import { NotAuthenticatedError, PermissionDeniedError } from '../../platform/errors.js';
-import { toAccountOut, toUserOut } from './users.mapper.js';
-import { listWorkspaceRolesOfUser } from '../workspaces/workspaces.repo.js';
-import type { MeOut } from './users.schemas.js';
-import type { UserOut } from './users.shapes.js';
-import * as repo from './users.repo.js';
+import { toAccountOut, toUserOut } from '../users/index.js';
+import type { MeOut } from './profile.schemas.js';
+import type { UserOut } from '../users/index.js';
+import { userStore as repo } from '../users/index.js';
+import { listWorkspaceRolesOfUser } from '../workspaces/index.js';
 
 // /api/users/me/ lists every workspace of the user; a bound keeps the response finite.
 const MAX_WORKSPACES_IN_ME = 500;
 
+/** The caller's own profile (GET /api/users/me/ with their workspaces, PATCH of their name). */
 export function createUsersService({ db }: { db: Db }) {
   return {
     /** The caller with whether their address is proven, and their workspaces. */

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { currentUser } from '../../platform/auth.js';
-import { meOut, updateUserBody, userIdParams } from './users.schemas.js';
-import { userOut } from './users.shapes.js';
-import type { UsersService } from './users.service.js';
+import { meOut, updateUserBody, userIdParams } from './profile.schemas.js';
+import { userOut } from '../users/index.js';
+import type { UsersService } from './profile.service.js';
 
 const tags = ['users'];
 
