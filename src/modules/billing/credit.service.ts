@@ -3,11 +3,11 @@ import type { Db, DbOrTx } from '../../db/client.js';
 import { PaymentRequiredError } from '../../platform/errors.js';
 import type { ServiceMetrics } from '../../platform/metrics.js';
 import { tokenCost, type ModelCatalog } from '../models/index.js';
-import { lockWorkspace } from '../workspaces/index.js';
+import { assertWritable, lockWorkspace } from '../workspaces/index.js';
 import type { UsageKind } from './billing.table.js';
 import * as repo from './credit.repo.js';
 import { billingErrors } from './billing.errors.js';
-import { planIncludesModel, type Plans } from './plans.js';
+import { type Plan, planIncludesModel, type Plans } from './plans.js';
 import { resolveBillingState } from './state.js';
 
 export const creditExhausted = () =>
@@ -18,6 +18,8 @@ export interface Reservation {
   id: string;
   workspaceId: string;
   amountUsd: number;
+  /** The plan read under the lock when the call was admitted: later checks of the call use it, not a second read. */
+  plan: Plan;
 }
 
 /** What `admit` needs: whose credit, which model (for the plan rule), and the estimated cost in USD. */
@@ -59,7 +61,7 @@ export interface CreditServiceDeps {
 }
 
 /**
- * The credit ledger. Model calls `reserve` before they start and `settle` with the provider's
+ * The credit ledger. Model calls pass `admit` before they start and `settle` with the provider's
  * reported usage after. A reservation is refused once the period's recorded cost plus the credit
  * held by calls in flight reaches the plan's credit, so the last call of a period may overrun it
  * by at most its own cost, and parallel calls cannot all slip through: reservations of one
@@ -93,8 +95,10 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
 
   /**
    * The billing gate before every model call: with the workspace's row locked and its billing
-   * state read once, refuses a model outside the plan (402 `model_not_in_plan`) and a period
-   * whose credit is used up (402 `credit_exhausted`), then holds `estimate` USD of credit.
+   * state read once, refuses an archived workspace (409 `workspace_archived`: callers that load the
+   * workspace for writing refuse it earlier, so the order 409 before 402 holds everywhere), a model
+   * outside the plan (402 `model_not_in_plan`) and a period whose credit is used up (402
+   * `credit_exhausted`), then holds `estimate` USD of credit.
    * `model` is omitted when no plan rule applies (an operator-chosen model, embeddings).
    */
   async function admit({ workspace, model, estimate }: AdmitRequest): Promise<Reservation> {
@@ -102,13 +106,14 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
     return db.transaction(async (tx) => {
       const row = await lockWorkspace(tx, workspaceId);
       if (!row) throw new Error(`admit: workspace ${workspaceId} does not exist`);
+      assertWritable(row);
       const { state, usedUsd, limitUsd } = await used(tx, row);
       if (model && !planIncludesModel(state.plan, model)) throw billingErrors.modelNotInPlan(model.id);
       const reserved = await repo.sumOpenReservations(tx, workspaceId);
       if (usedUsd + reserved >= limitUsd) throw refuse();
       const amount = Math.max(0, estimate);
       const reservation = await repo.insertReservation(tx, workspaceId, amount, new Date(Date.now() + RESERVATION_TTL_MS));
-      return { id: reservation.id, workspaceId, amountUsd: amount };
+      return { id: reservation.id, workspaceId, amountUsd: amount, plan: state.plan };
     });
   }
 
@@ -134,7 +139,7 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
 
     admit,
 
-    /** `admit` without a plan rule: holds `estimateUsd` of the workspace's credit. */
+    /** `admit` without a model: holds `estimateUsd` of the workspace's credit (the ledger's own tests; callers use `admit`). */
     async reserve(workspaceId: string, estimateUsd: number): Promise<Reservation> {
       return admit({ workspace: workspaceId, estimate: estimateUsd });
     },

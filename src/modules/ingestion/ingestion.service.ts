@@ -91,7 +91,7 @@ export function createIngestionService(deps: IngestionServiceDeps) {
     if (!config.EMBEDDING_MODEL || texts.length === 0) return null;
     const { model, entry } = modelRegistry.embeddingModel(config.EMBEDDING_MODEL);
     const estimate = (texts.join(' ').length / 4) * (entry.input_price_per_million / 1_000_000);
-    const reservation = await credit.reserve(workspaceId, estimate);
+    const reservation = await credit.admit({ workspace: workspaceId, estimate });
     let tokens = 0;
     const vectors: number[][] = [];
     const started = performance.now();
