@@ -4,7 +4,7 @@ import { createTestApp, useTestApp } from '../../../test/support/app.js';
 import { addMember, newUser, newWorkspace, type TestUser, type TestWorkspace } from '../../../test/support/factories.js';
 import { type FakePaymentApi, startFakePaymentApi } from '../../../test/support/fake-payment-api.js';
 import { billingCustomers, subscriptions } from './billing.table.js';
-import * as mirror from './mirror.repo.js';
+import * as catalogStore from './catalog.repo.js';
 import { parseApiBase } from './payment-provider.js';
 
 // The fake provider must be listening before the app reads STRIPE_API_BASE: the env object is
@@ -48,7 +48,7 @@ async function world(): Promise<World> {
 /** A mirrored product with its monthly and yearly prices. */
 async function catalog(plan = 'pro', options: { productActive?: boolean; priceActive?: boolean } = {}) {
   const at = new Date(Date.now() - 60_000);
-  await mirror.upsertProduct(db(), {
+  await catalogStore.upsertProduct(db(), {
     providerProductId: `prod_${plan}`,
     name: plan,
     active: options.productActive ?? true,
@@ -60,7 +60,7 @@ async function catalog(plan = 'pro', options: { productActive?: boolean; priceAc
     ['month', 'monthly'],
     ['year', 'yearly'],
   ] as const) {
-    await mirror.upsertPrice(db(), {
+    await catalogStore.upsertPrice(db(), {
       providerPriceId: `price_${plan}_${suffix}`,
       providerProductId: `prod_${plan}`,
       active: options.priceActive ?? true,

@@ -7,7 +7,8 @@ import { findUserSummary } from '../users/index.js';
 import { findCustomerByUser, findGrantingSubscription, type CustomerRow } from './billing.repo.js';
 import { billingErrors } from './billing.errors.js';
 import type { CheckoutBody, RedirectOut } from './checkout.schemas.js';
-import * as mirror from './mirror.repo.js';
+import * as catalogStore from './catalog.repo.js';
+import * as subscriptionStore from './subscriptions.repo.js';
 import { PaymentProviderError, type PaymentProvider } from './payment-provider.js';
 import type { Plans } from './plans.js';
 import { resolveBillingState } from './state.js';
@@ -57,7 +58,7 @@ export function createCheckoutService(deps: {
     if (!user) throw new Error(`user ${userId} not found`);
     const idempotencyKey = `customer-${userId}-${sha256Hex(`${user.email}\n${user.name}`).slice(0, 16)}`;
     const created = await upstream(() => p.createCustomer({ email: user.email, name: user.name, userId, idempotencyKey }));
-    const row = await mirror.insertCustomer(db, { providerCustomerId: created.id, userId });
+    const row = await subscriptionStore.insertCustomer(db, { providerCustomerId: created.id, userId });
     return row ?? (await findCustomerByUser(db, userId))!;
   }
 
@@ -68,7 +69,7 @@ export function createCheckoutService(deps: {
       const p = configured();
       // Plan changes of a paying workspace go through the portal, never a second subscription.
       if (await findGrantingSubscription(db, workspaceId)) throw billingErrors.alreadySubscribed();
-      const price = await mirror.findCheckoutPrice(db, input.plan, `${input.interval}_1`);
+      const price = await catalogStore.findCheckoutPrice(db, input.plan, `${input.interval}_1`);
       if (!price) throw billingErrors.planUnavailable(input.plan, input.interval);
       const customer = await customerFor(p, userId);
       const session = await upstream(() =>

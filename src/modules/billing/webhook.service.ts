@@ -6,7 +6,10 @@ import { assertCleanText } from '../../platform/input-gate.js';
 import { findCustomerByProviderId } from './billing.repo.js';
 import { billingErrors } from './billing.errors.js';
 import { accessGrantingStatuses, endedStatuses } from './billing.table.js';
-import * as mirror from './mirror.repo.js';
+import * as catalogStore from './catalog.repo.js';
+import * as inboxStore from './inbox.repo.js';
+import * as pgErrors from './pg-errors.js';
+import * as subscriptionStore from './subscriptions.repo.js';
 import { findWorkspace } from '../workspaces/index.js';
 import { verifyWebhookSignature } from './payment-provider.js';
 import { planKeys } from './plans.js';
@@ -116,7 +119,7 @@ export function createWebhookService({
 
   // --- subscriptions --------------------------------------------------------------------------
 
-  function subscriptionFields(event: EventEnvelope, type: string, sub: SubscriptionObject): mirror.SubscriptionFields {
+  function subscriptionFields(event: EventEnvelope, type: string, sub: SubscriptionObject): subscriptionStore.SubscriptionFields {
     const firstItem = (key: 'current_period_start' | 'current_period_end') =>
       sub.items.data.find((item) => item[key] != null)?.[key] ?? null;
     const deleted = type === 'customer.subscription.deleted';
@@ -155,15 +158,15 @@ export function createWebhookService({
     }
 
     const fields = subscriptionFields(event, type, sub);
-    let existing = await mirror.lockSubscription(tx, sub.id);
-    let inserted: mirror.SubscriptionRow | undefined;
+    let existing = await subscriptionStore.lockSubscription(tx, sub.id);
+    let inserted: subscriptionStore.SubscriptionRow | undefined;
     if (!existing) {
-      inserted = await mirror.insertSubscription(tx, fields);
+      inserted = await subscriptionStore.insertSubscription(tx, fields);
       // Lost an insert race with another event of the same subscription: decide against its row.
-      if (!inserted) existing = await mirror.lockSubscription(tx, sub.id);
+      if (!inserted) existing = await subscriptionStore.lockSubscription(tx, sub.id);
     }
 
-    let row: mirror.SubscriptionRow;
+    let row: subscriptionStore.SubscriptionRow;
     if (existing) {
       const wasEnded = isEnded(existing.status);
       const endsNow = isEnded(fields.status);
@@ -172,12 +175,12 @@ export function createWebhookService({
       // Older than what was applied: stale, except an ending event for a live subscription (see above).
       if (fields.lastEventAt < existing.lastEventAt && !(endsNow && !wasEnded)) return 'stale';
       // 3. Every field, and the items recreated.
-      await mirror.updateSubscriptionFields(tx, existing.id, fields);
+      await subscriptionStore.updateSubscriptionFields(tx, existing.id, fields);
       row = { ...existing, ...fields, workspaceId: null };
     } else {
       row = inserted!;
     }
-    await mirror.replaceItems(
+    await subscriptionStore.replaceItems(
       tx,
       row.id,
       sub.items.data.map((item) => ({
@@ -202,7 +205,7 @@ export function createWebhookService({
   /** Step 4 of the spec; returns the workspace the subscription ends up on. */
   async function attach(
     tx: DbOrTx,
-    row: mirror.SubscriptionRow,
+    row: subscriptionStore.SubscriptionRow,
     previousWorkspace: string | null,
     elog: WebhookLog,
   ): Promise<string | null> {
@@ -214,7 +217,7 @@ export function createWebhookService({
     }
     if (!target) return null;
 
-    const other = await mirror.findOtherGranting(tx, target, row.id);
+    const other = await subscriptionStore.findOtherGranting(tx, target, row.id);
     // An attached subscription that does not grant access stays where it is: it takes nothing away.
     const keep = other && target === previousWorkspace && !isGranting(row.status);
     if (other && !keep) {
@@ -224,7 +227,7 @@ export function createWebhookService({
       );
       return null;
     }
-    if (await mirror.attachSubscription(tx, row.id, target)) return target;
+    if (await subscriptionStore.attachSubscription(tx, row.id, target)) return target;
     elog.warn(
       { subscription: row.providerSubscriptionId, workspace: target },
       'a concurrent event attached another access-granting subscription to the workspace; subscription recorded but not attached',
@@ -234,9 +237,9 @@ export function createWebhookService({
 
   async function attachWaiting(tx: DbOrTx, workspaceId: string, elog: WebhookLog): Promise<void> {
     if (!(await findWorkspace(tx, workspaceId))) return;
-    for (const waiting of await mirror.findWaitingSubscriptions(tx, workspaceId)) {
-      if (await mirror.findOtherGranting(tx, workspaceId, waiting.id)) return;
-      if (await mirror.attachSubscription(tx, waiting.id, workspaceId)) {
+    for (const waiting of await subscriptionStore.findWaitingSubscriptions(tx, workspaceId)) {
+      if (await subscriptionStore.findOtherGranting(tx, workspaceId, waiting.id)) return;
+      if (await subscriptionStore.attachSubscription(tx, waiting.id, workspaceId)) {
         elog.info({ subscription: waiting.providerSubscriptionId, workspace: workspaceId }, 'waiting subscription attached to the freed workspace');
         return;
       }
@@ -247,7 +250,7 @@ export function createWebhookService({
 
   async function applyProduct(tx: DbOrTx, event: EventEnvelope, type: string, product: ProductObject): Promise<WebhookOutcome> {
     const plan = product.metadata.plan?.trim().toLowerCase() ?? '';
-    const row = await mirror.upsertProduct(tx, {
+    const row = await catalogStore.upsertProduct(tx, {
       providerProductId: product.id,
       name: product.name,
       // A deleted product is inactive; an unknown one is created as such.
@@ -259,13 +262,13 @@ export function createWebhookService({
     if (!row) return 'stale';
     // Sorted: concurrent products creating the same new features lock them in one order (no deadlock).
     const keys = [...new Set((product.metadata.features ?? '').split(/\s+/).filter(Boolean))].sort();
-    await mirror.syncProductFeatures(tx, row.id, keys);
+    await catalogStore.syncProductFeatures(tx, row.id, keys);
     return 'applied';
   }
 
   async function applyPrice(tx: DbOrTx, event: EventEnvelope, type: string, price: PriceObject): Promise<WebhookOutcome> {
     const recurring = price.recurring ?? null;
-    const row = await mirror.upsertPrice(tx, {
+    const row = await catalogStore.upsertPrice(tx, {
       providerPriceId: price.id,
       providerProductId: price.product,
       active: type === 'price.deleted' ? false : price.active,
@@ -317,7 +320,7 @@ export function createWebhookService({
      * row takes the replay's outcome.
      */
     async replay(eventId: string, replayLog: WebhookLog = log): Promise<{ id: string; type: string; outcome: WebhookOutcome; previous: WebhookOutcome }> {
-      const stored = await mirror.findEvent(db, eventId);
+      const stored = await inboxStore.findEvent(db, eventId);
       if (!stored) throw billingErrors.eventNotFound(eventId);
       if (stored.payload === null) throw billingErrors.payloadNotKept(eventId);
       const parsed = parseBody(Buffer.from(stored.payload, 'utf8'));
@@ -327,13 +330,13 @@ export function createWebhookService({
       let outcome: WebhookOutcome;
       try {
         outcome = await db.transaction(async (tx) => {
-          await mirror.lockEvent(tx, stored.id);
+          await inboxStore.lockEvent(tx, stored.id);
           const result = await apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog);
-          await mirror.finishEvent(tx, stored.id, result);
+          await inboxStore.finishEvent(tx, stored.id, result);
           return result;
         });
       } catch (error) {
-        const message = mirror.rootMessage(error).slice(0, 1000);
+        const message = pgErrors.rootMessage(error).slice(0, 1000);
         elog.error({ err: error }, 'payment webhook replay failed');
         throw billingErrors.replayFailed(message);
       }
@@ -343,10 +346,10 @@ export function createWebhookService({
 
     /** Recorded events, newest first, with whether their payload is still kept. */
     listEvents: (filter: { type?: string; outcome?: WebhookOutcome; limit?: number } = {}) =>
-      mirror.listEvents(db, { ...filter, limit: Math.min(Math.max(filter.limit ?? 50, 1), 1000) }),
+      inboxStore.listEvents(db, { ...filter, limit: Math.min(Math.max(filter.limit ?? 50, 1), 1000) }),
 
     /** Housekeeping: clears payloads older than the retention (all of them when it is 0). */
-    prunePayloads: () => mirror.clearOldPayloads(db, payloadRetentionDays),
+    prunePayloads: () => inboxStore.clearOldPayloads(db, payloadRetentionDays),
   };
 
   /** One delivery; `onType` learns the event's type once the body is verified and parsed. */
@@ -359,7 +362,7 @@ export function createWebhookService({
     const parsed = parse(rawBody, signature, requestLog);
     onType(parsed.type);
     const { envelope } = parsed;
-    const inbox: mirror.InboxEvent = {
+    const inbox: inboxStore.InboxEvent = {
       id: envelope.id,
       type: envelope.type,
       createdAt: new Date(envelope.created * 1000),
@@ -368,7 +371,7 @@ export function createWebhookService({
     const elog = eventLog(requestLog, { event: envelope.id, type: envelope.type });
 
     if (parsed.object === null) {
-      const fresh = await mirror.recordUnhandled(db, inbox);
+      const fresh = await inboxStore.recordUnhandled(db, inbox);
       if (fresh) return { received: true, outcome: 'unhandled', duplicate: false };
       return previous(envelope.id);
     }
@@ -376,15 +379,15 @@ export function createWebhookService({
     let result: { outcome: WebhookOutcome; duplicate: boolean };
     try {
       result = await db.transaction(async (tx) => {
-        if (!(await mirror.claimEvent(tx, inbox))) return { outcome: 'applied' as WebhookOutcome, duplicate: true };
+        if (!(await inboxStore.claimEvent(tx, inbox))) return { outcome: 'applied' as WebhookOutcome, duplicate: true };
         const outcome = await apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog);
-        await mirror.finishEvent(tx, envelope.id, outcome);
+        await inboxStore.finishEvent(tx, envelope.id, outcome);
         return { outcome, duplicate: false };
       });
     } catch (error) {
-      const message = mirror.rootMessage(error).slice(0, 1000);
+      const message = pgErrors.rootMessage(error).slice(0, 1000);
       elog.error({ err: error }, 'payment webhook processing failed; the provider will retry');
-      await mirror.recordFailure(db, inbox, message).catch((recordError: unknown) => {
+      await inboxStore.recordFailure(db, inbox, message).catch((recordError: unknown) => {
         elog.error({ err: recordError }, 'could not record the failed webhook attempt');
       });
       throw billingErrors.webhookFailed();
@@ -396,7 +399,7 @@ export function createWebhookService({
 
   /** The acknowledgement of a redelivered event: what happened the first time. */
   async function previous(id: string): Promise<WebhookAck> {
-    const row = await mirror.findEvent(db, id);
+    const row = await inboxStore.findEvent(db, id);
     return { received: true, outcome: row?.outcome ?? 'applied', duplicate: true };
   }
 }
