@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { modelTiers } from '../models/index.js';
+import { modelTiers } from '../../models/index.js';
 import { planKeys } from './plans.js';
 
 const timestamp = z.iso.datetime({ offset: true });

@@ -1,17 +1,17 @@
 import type { Logger } from 'pino';
-import type { Db } from '../../db/client.js';
-import { sha256Hex } from '../../platform/secrets.js';
-import { requireMember } from '../workspaces/index.js';
-import { isOwnerOrAdmin } from '../workspaces/index.js';
-import { findUserSummary } from '../users/index.js';
-import { findCustomerByUser, findGrantingSubscription, type CustomerRow } from './billing.repo.js';
-import { billingErrors } from './billing.errors.js';
+import type { Db } from '../../../db/client.js';
+import { sha256Hex } from '../../../platform/secrets.js';
+import { requireMember } from '../../workspaces/index.js';
+import { isOwnerOrAdmin } from '../../workspaces/index.js';
+import { findUserSummary } from '../../users/index.js';
+import { findCustomerByUser, findGrantingSubscription, type CustomerRow } from '../billing.repo.js';
+import { billingErrors } from '../billing.errors.js';
 import type { CheckoutBody, RedirectOut } from './checkout.schemas.js';
-import * as catalogStore from './catalog.repo.js';
-import * as subscriptionStore from './subscriptions.repo.js';
-import { PaymentProviderError, type PaymentProvider } from './payment-provider.js';
-import type { Plans } from './plans.js';
-import { resolveBillingState } from './state.js';
+import * as catalogStore from '../catalog.repo.js';
+import * as subscriptionStore from '../subscriptions.repo.js';
+import { PaymentProviderError, type PaymentProvider } from '../payment-provider.js';
+import type { Plans } from '../plan/plans.js';
+import { resolveBillingState } from '../plan/state.js';
 
 /**
  * Billing actions: checkout (owner or admin) and the billing portal (the billing contact only).

@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm';
-import { type DbOrTx, queryRows } from '../../db/client.js';
-import { users } from '../users/users.table.js';
-import { creditUsage, creditUsageDaily } from './billing.table.js';
+import { type DbOrTx, queryRows } from '../../../db/client.js';
+import { users } from '../../users/users.table.js';
+import { creditUsage, creditUsageDaily } from '../billing.table.js';
 import type { UsageGroup } from './usage.schemas.js';
 
 export interface UsageFilter {

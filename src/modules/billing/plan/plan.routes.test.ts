@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { useTestApp } from '../../../test/support/app.js';
-import { recordUsage, subscribe } from '../../../test/support/billing.js';
-import { addMember, newUser, newWorkspace } from '../../../test/support/factories.js';
+import { useTestApp } from '../../../../test/support/app.js';
+import { recordUsage, subscribe } from '../../../../test/support/billing.js';
+import { addMember, newUser, newWorkspace } from '../../../../test/support/factories.js';
 import { builtInPlans } from './plans.js';
 
 const t = useTestApp();

@@ -1,11 +1,11 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestApp, useTestApp } from '../../../test/support/app.js';
-import { addMember, newUser, newWorkspace, type TestUser, type TestWorkspace } from '../../../test/support/factories.js';
-import { type FakePaymentApi, startFakePaymentApi } from '../../../test/support/fake-payment-api.js';
-import { billingCustomers, subscriptions } from './billing.table.js';
-import * as catalogStore from './catalog.repo.js';
-import { parseApiBase } from './payment-provider.js';
+import { createTestApp, useTestApp } from '../../../../test/support/app.js';
+import { addMember, newUser, newWorkspace, type TestUser, type TestWorkspace } from '../../../../test/support/factories.js';
+import { type FakePaymentApi, startFakePaymentApi } from '../../../../test/support/fake-payment-api.js';
+import { billingCustomers, subscriptions } from '../billing.table.js';
+import * as catalogStore from '../catalog.repo.js';
+import { parseApiBase } from '../payment-provider.js';
 
 // The fake provider must be listening before the app reads STRIPE_API_BASE: the env object is
 // filled in a beforeAll registered ahead of useTestApp's.

@@ -1,6 +1,6 @@
 import { and, eq, gt, gte, isNull, sql } from 'drizzle-orm';
-import type { DbOrTx } from '../../db/client.js';
-import { creditReservations, creditUsage, type UsageKind } from './billing.table.js';
+import type { DbOrTx } from '../../../db/client.js';
+import { creditReservations, creditUsage, type UsageKind } from '../billing.table.js';
 
 /** Sum of the ledger since `since` (inclusive). */
 export async function sumUsageSince(db: DbOrTx, workspaceId: string, since: Date): Promise<number> {

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { currentUser } from '../../platform/auth.js';
-import { toPage } from '../../platform/pagination.js';
-import { attachmentDisposition } from '../../platform/storage/keys.js';
-import { workspaceIdParams } from '../workspaces/index.js';
+import { currentUser } from '../../../platform/auth.js';
+import { toPage } from '../../../platform/pagination.js';
+import { attachmentDisposition } from '../../../platform/storage/keys.js';
+import { workspaceIdParams } from '../../workspaces/index.js';
 import { usageOut, usageQuery } from './usage.schemas.js';
 import type { UsageService } from './usage.service.js';
 

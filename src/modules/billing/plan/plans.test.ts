@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createCatalog } from '../models/catalog.js';
+import { createCatalog } from '../../models/catalog.js';
 import { builtInPlans, loadPlans, planIncludesModel } from './plans.js';
 import { addMonths, creditMonth } from './state.js';
 

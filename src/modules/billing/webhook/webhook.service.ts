@@ -1,18 +1,18 @@
-import type { Db, DbOrTx } from '../../db/client.js';
-import { AppError } from '../../platform/errors.js';
-import type { ServiceMetrics } from '../../platform/metrics.js';
-import { isUuid } from '../../platform/ids.js';
-import { assertCleanText } from '../../platform/input-gate.js';
-import { findCustomerByProviderId } from './billing.repo.js';
-import { billingErrors } from './billing.errors.js';
-import { accessGrantingStatuses, endedStatuses } from './billing.table.js';
-import * as catalogStore from './catalog.repo.js';
+import type { Db, DbOrTx } from '../../../db/client.js';
+import { AppError } from '../../../platform/errors.js';
+import type { ServiceMetrics } from '../../../platform/metrics.js';
+import { isUuid } from '../../../platform/ids.js';
+import { assertCleanText } from '../../../platform/input-gate.js';
+import { findCustomerByProviderId } from '../billing.repo.js';
+import { billingErrors } from '../billing.errors.js';
+import { accessGrantingStatuses, endedStatuses } from '../billing.table.js';
+import * as catalogStore from '../catalog.repo.js';
 import * as inboxStore from './inbox.repo.js';
-import * as pgErrors from './pg-errors.js';
-import * as subscriptionStore from './subscriptions.repo.js';
-import { findWorkspace } from '../workspaces/index.js';
-import { verifyWebhookSignature } from './payment-provider.js';
-import { planKeys } from './plans.js';
+import * as pgErrors from '../pg-errors.js';
+import * as subscriptionStore from '../subscriptions.repo.js';
+import { findWorkspace } from '../../workspaces/index.js';
+import { verifyWebhookSignature } from '../payment-provider.js';
+import { planKeys } from '../plan/plans.js';
 import {
   eventEnvelope,
   type EventEnvelope,

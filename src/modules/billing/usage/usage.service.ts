@@ -1,8 +1,8 @@
-import type { Db } from '../../db/client.js';
-import { ValidationError } from '../../platform/errors.js';
-import type { PageResult } from '../../platform/pagination.js';
-import { requireMember } from '../workspaces/index.js';
-import { isOwnerOrAdmin } from '../workspaces/index.js';
+import type { Db } from '../../../db/client.js';
+import { ValidationError } from '../../../platform/errors.js';
+import type { PageResult } from '../../../platform/pagination.js';
+import { requireMember } from '../../workspaces/index.js';
+import { isOwnerOrAdmin } from '../../workspaces/index.js';
 import { aggregateUsage, type UsageGroupRow } from './usage.repo.js';
 import type { UsageGroup, UsageQuery, UsageRowOut } from './usage.schemas.js';
 

@@ -1,10 +1,10 @@
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { useTestApp } from '../../../test/support/app.js';
-import { addMember, newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
-import { randomToken } from '../../platform/secrets.js';
-import { users } from '../users/users.table.js';
-import { creditUsage, type UsageKind } from './billing.table.js';
+import { useTestApp } from '../../../../test/support/app.js';
+import { addMember, newUser, newWorkspace, type TestUser } from '../../../../test/support/factories.js';
+import { randomToken } from '../../../platform/secrets.js';
+import { users } from '../../users/users.table.js';
+import { creditUsage, type UsageKind } from '../billing.table.js';
 
 const t = useTestApp();
 

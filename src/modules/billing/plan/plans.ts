@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { ModelCatalog } from '../models/index.js';
-import { modelTiers } from '../models/index.js';
+import type { ModelCatalog } from '../../models/index.js';
+import { modelTiers } from '../../models/index.js';
 
 export const planKeys = ['free', 'pro', 'team', 'business'] as const;
 export type PlanKey = (typeof planKeys)[number];

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { currentUser } from '../../platform/auth.js';
-import { workspaceIdParams } from '../workspaces/index.js';
+import { currentUser } from '../../../platform/auth.js';
+import { workspaceIdParams } from '../../workspaces/index.js';
 import { checkoutBody, redirectOut } from './checkout.schemas.js';
 import type { CheckoutService } from './checkout.service.js';
 

@@ -13,8 +13,8 @@ import {
   TEST_WEBHOOK_SECRET,
   useLoggedTestApp,
   WEBHOOK_URL,
-} from '../../../test/support/webhook.js';
-import { newUser, newWorkspace, type TestUser, type TestWorkspace } from '../../../test/support/factories.js';
+} from '../../../../test/support/webhook.js';
+import { newUser, newWorkspace, type TestUser, type TestWorkspace } from '../../../../test/support/factories.js';
 import {
   billingCustomers,
   features,
@@ -24,7 +24,7 @@ import {
   subscriptionItems,
   subscriptions,
   webhookEvents,
-} from './billing.table.js';
+} from '../billing.table.js';
 
 const t = useLoggedTestApp({ PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET });
 const db = () => t.deps.database.db;

@@ -1,8 +1,8 @@
-import type { Db } from '../../db/client.js';
-import { requireMember } from '../workspaces/index.js';
-import { isOwnerOrAdmin } from '../workspaces/index.js';
-import { findUserSummary } from '../users/index.js';
-import type { CreditService, CreditSummary } from './credit.service.js';
+import type { Db } from '../../../db/client.js';
+import { requireMember } from '../../workspaces/index.js';
+import { isOwnerOrAdmin } from '../../workspaces/index.js';
+import { findUserSummary } from '../../users/index.js';
+import type { CreditService, CreditSummary } from '../credit/credit.service.js';
 import type { PlanOut } from './plan.schemas.js';
 import type { Plans } from './plans.js';
 import { resolveBillingState } from './state.js';

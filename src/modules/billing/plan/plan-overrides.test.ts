@@ -1,9 +1,9 @@
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { useTestApp } from '../../../test/support/app.js';
-import { recordUsage, subscribe } from '../../../test/support/billing.js';
-import { addMember, newUser, newWorkspace } from '../../../test/support/factories.js';
-import { planOverrides } from './billing.table.js';
+import { useTestApp } from '../../../../test/support/app.js';
+import { recordUsage, subscribe } from '../../../../test/support/billing.js';
+import { addMember, newUser, newWorkspace } from '../../../../test/support/factories.js';
+import { planOverrides } from '../billing.table.js';
 
 const t = useTestApp();
 

@@ -1,7 +1,7 @@
-import type { Db } from '../../db/client.js';
-import { fieldError, NotFoundError } from '../../platform/errors.js';
-import { findWorkspace } from '../workspaces/index.js';
-import * as repo from './billing.repo.js';
+import type { Db } from '../../../db/client.js';
+import { fieldError, NotFoundError } from '../../../platform/errors.js';
+import { findWorkspace } from '../../workspaces/index.js';
+import * as repo from '../billing.repo.js';
 import { planKeys, type Plans } from './plans.js';
 
 /** An override as operators and the plan endpoint see it. */

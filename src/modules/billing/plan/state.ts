@@ -1,7 +1,7 @@
-import type { DbOrTx } from '../../db/client.js';
-import type { PlanModelRules } from '../models/index.js';
-import { findWorkspace } from '../workspaces/index.js';
-import * as repo from './billing.repo.js';
+import type { DbOrTx } from '../../../db/client.js';
+import type { PlanModelRules } from '../../models/index.js';
+import { findWorkspace } from '../../workspaces/index.js';
+import * as repo from '../billing.repo.js';
 import { type Plan, type PlanKey, planIncludesModel, planKeys, type Plans } from './plans.js';
 
 /** A workspace's billing position at one instant: plan, subscription and credit period. */

@@ -1,9 +1,9 @@
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { useTestApp } from '../../../test/support/app.js';
-import { recordUsage, subscribe } from '../../../test/support/billing.js';
-import { newUser, newWorkspace } from '../../../test/support/factories.js';
-import { creditReservations, creditUsage } from './billing.table.js';
+import { useTestApp } from '../../../../test/support/app.js';
+import { recordUsage, subscribe } from '../../../../test/support/billing.js';
+import { newUser, newWorkspace } from '../../../../test/support/factories.js';
+import { creditReservations, creditUsage } from '../billing.table.js';
 
 const t = useTestApp();
 const credit = () => t.deps.services.credit;

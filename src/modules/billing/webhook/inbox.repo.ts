@@ -1,6 +1,6 @@
 import { and, desc, eq, sql } from 'drizzle-orm';
-import { type DbOrTx, queryRows } from '../../db/client.js';
-import { webhookEvents } from './billing.table.js';
+import { type DbOrTx, queryRows } from '../../../db/client.js';
+import { webhookEvents } from '../billing.table.js';
 import type { WebhookOutcome } from './webhook.schemas.js';
 
 /**

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { eq, like } from 'drizzle-orm';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { newUser, newWorkspace } from '../../../test/support/factories.js';
-import { deliver, nowSeconds, type ProviderEvent, providerEvent, TEST_WEBHOOK_SECRET } from '../../../test/support/webhook.js';
-import { useTestApp } from '../../../test/support/app.js';
-import { billingCustomers, features, prices, productFeatures, products, subscriptionItems, subscriptions } from './billing.table.js';
+import { newUser, newWorkspace } from '../../../../test/support/factories.js';
+import { deliver, nowSeconds, type ProviderEvent, providerEvent, TEST_WEBHOOK_SECRET } from '../../../../test/support/webhook.js';
+import { useTestApp } from '../../../../test/support/app.js';
+import { billingCustomers, features, prices, productFeatures, products, subscriptionItems, subscriptions } from '../billing.table.js';
 
 /**
  * Property: whatever order the provider delivers a history of product, price and subscription

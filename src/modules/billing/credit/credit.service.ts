@@ -1,14 +1,14 @@
 import type { Logger } from 'pino';
-import type { Db, DbOrTx } from '../../db/client.js';
-import { PaymentRequiredError } from '../../platform/errors.js';
-import type { ServiceMetrics } from '../../platform/metrics.js';
-import { tokenCost, type ModelCatalog } from '../models/index.js';
-import { assertWritable, lockWorkspace } from '../workspaces/index.js';
-import type { UsageKind } from './billing.table.js';
+import type { Db, DbOrTx } from '../../../db/client.js';
+import { PaymentRequiredError } from '../../../platform/errors.js';
+import type { ServiceMetrics } from '../../../platform/metrics.js';
+import { tokenCost, type ModelCatalog } from '../../models/index.js';
+import { assertWritable, lockWorkspace } from '../../workspaces/index.js';
+import type { UsageKind } from '../billing.table.js';
 import * as repo from './credit.repo.js';
-import { billingErrors } from './billing.errors.js';
-import { type Plan, planIncludesModel, type Plans } from './plans.js';
-import { resolveBillingState } from './state.js';
+import { billingErrors } from '../billing.errors.js';
+import { type Plan, planIncludesModel, type Plans } from '../plan/plans.js';
+import { resolveBillingState } from '../plan/state.js';
 
 export const creditExhausted = () =>
   new PaymentRequiredError("This workspace's AI credit for the current period is used up.", 'credit_exhausted');

@@ -1,7 +1,7 @@
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp, useTestApp } from '../../../test/support/app.js';
-import { newUser, newWorkspace } from '../../../test/support/factories.js';
+import { createTestApp, type TestApp, useTestApp } from '../../../../test/support/app.js';
+import { newUser, newWorkspace } from '../../../../test/support/factories.js';
 import {
   deliver,
   nowSeconds,
@@ -10,8 +10,8 @@ import {
   providerEvent,
   subscriptionObject,
   TEST_WEBHOOK_SECRET,
-} from '../../../test/support/webhook.js';
-import { billingCustomers, subscriptionItems, subscriptions, webhookEvents } from './billing.table.js';
+} from '../../../../test/support/webhook.js';
+import { billingCustomers, subscriptionItems, subscriptions, webhookEvents } from '../billing.table.js';
 
 const t = useTestApp({ PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET });
 const db = () => t.deps.database.db;

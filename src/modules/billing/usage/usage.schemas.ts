@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageQuery, paginated } from '../../platform/pagination.js';
+import { pageQuery, paginated } from '../../../platform/pagination.js';
 
 export const usageGroups = ['user', 'model', 'kind', 'day'] as const;
 export type UsageGroup = (typeof usageGroups)[number];
