@@ -27,7 +27,8 @@ import { deleteExpiredIdempotencyKeys } from './platform/idempotency/idempotency
 import { createMetrics, type Metrics, type ServiceMetrics } from './platform/metrics.js';
 import { createApiKeysService } from './modules/auth/api-keys.service.js';
 import { createAuthService } from './modules/auth/auth.service.js';
-import { createCreditService } from './modules/billing/credit.service.js';
+import { createCreditService } from './modules/billing/credit/credit.service.js';
+import { createPlanModelRules } from './modules/billing/index.js';
 import { createChatsService } from './modules/chats/chats.service.js';
 import type { KnowledgeSearch } from './modules/agents/knowledge.js';
 import { createDocumentsService } from './modules/documents/documents.service.js';
@@ -35,26 +36,32 @@ import { ingestDocumentJob } from './modules/ingestion/ingestion.jobs.js';
 import { createIngestionService } from './modules/ingestion/ingestion.service.js';
 import { createKnowledgeBasesService } from './modules/knowledge-bases/knowledge-bases.service.js';
 import { createKnowledgeSearch } from './modules/knowledge-bases/knowledge-search.js';
+import { knowledgeBaseLinks } from './modules/knowledge-bases/index.js';
 import { assertPublicUrl, classifyUrl, createSafeFetcher, type SafeFetcher, UrlNotAllowedError } from './platform/fetch/fetcher.js';
 import { agentReplyJob } from './modules/messages/messages.jobs.js';
 import { createMessagesService } from './modules/messages/messages.service.js';
 import { createStreamControl } from './modules/messages/stream-control.js';
 import { createModelRegistry } from './modules/models/providers.js';
-import { createCheckoutService } from './modules/billing/checkout.service.js';
+import { createCheckoutService } from './modules/billing/checkout/checkout.service.js';
 import { createPaymentProvider } from './modules/billing/payment-provider.js';
-import { createWebhookService } from './modules/billing/webhook.service.js';
-import { createPlanService, type DocumentUsage } from './modules/billing/plan.service.js';
-import { createPlanOverridesService } from './modules/billing/plan-overrides.service.js';
-import { createUsageService } from './modules/billing/usage.service.js';
-import { loadPlans, type Plans } from './modules/billing/plans.js';
+import { createWebhookService } from './modules/billing/webhook/webhook.service.js';
+import { createPlanService, type DocumentUsage } from './modules/billing/plan/plan.service.js';
+import { createPlanOverridesService } from './modules/billing/plan/plan-overrides.service.js';
+import { createUsageService } from './modules/billing/usage/usage.service.js';
+import { loadPlans, type Plans } from './modules/billing/plan/plans.js';
 import { loadCatalog, type ModelCatalog } from './modules/models/catalog.js';
 import { createModelsService } from './modules/models/models.service.js';
 import { createInvitationsService } from './modules/invitations/invitations.service.js';
+import { findLiveInvitationByTokenHash } from './modules/invitations/index.js';
 import { createTeamMembershipsService } from './modules/teams/team-memberships.service.js';
 import { createTeamsService } from './modules/teams/teams.service.js';
-import { createUsersService } from './modules/users/users.service.js';
+import { createUsersService } from './modules/auth/profile.service.js';
 import { createMembershipsService } from './modules/workspaces/memberships.service.js';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.js';
+import { countOwnedWorkspaces, type MemberAccessRemoval } from './modules/workspaces/index.js';
+import { listMessagesOfChat } from './modules/messages/index.js';
+import { removeUserFromWorkspaceTeams } from './modules/teams/index.js';
+import { removeUserSharesInWorkspace } from './modules/chats/index.js';
 import { createSpeechService } from './modules/speech/speech.service.js';
 
 /**
@@ -210,6 +217,7 @@ function createServices(
   const allowedPrivateHosts = config.URL_FETCH_ALLOWED_PRIVATE_HOSTS;
   const fetcher = overrides.fetcher ?? createSafeFetcher({ allowedPrivateHosts, onRefused: metrics.urlRefused });
   const documents = createDocumentsService({
+    knowledgeBases: knowledgeBaseLinks,
     db,
     config,
     plans,
@@ -231,6 +239,11 @@ function createServices(
     log: log.child({ module: 'documents' }),
   });
   const documentUsage: DocumentUsage = documents.usage;
+  /** A member who leaves or is removed loses their teams and chat shares in that workspace too. */
+  const removeMemberAccess: MemberAccessRemoval = async (tx, workspaceId, userId) => {
+    await removeUserFromWorkspaceTeams(tx, workspaceId, userId);
+    await removeUserSharesInWorkspace(tx, workspaceId, userId);
+  };
   return {
     documents,
     knowledgeBases: createKnowledgeBasesService({ db }),
@@ -265,8 +278,8 @@ function createServices(
       publicBaseUrl: config.publicBaseUrl,
       log: log.child({ module: 'billing' }),
     }),
-    models: createModelsService({ db, plans, catalog }),
-    chats: createChatsService({ db, plans, catalog, credit }),
+    models: createModelsService({ db, catalog, planModelRules: createPlanModelRules(db, plans) }),
+    chats: createChatsService({ db, plans, catalog, credit, messagesOfChat: listMessagesOfChat }),
     modelRegistry,
     streams,
     messages: createMessagesService({
@@ -286,11 +299,19 @@ function createServices(
       log: log.child({ module: 'messages' }),
       metrics,
     }),
-    auth: createAuthService({ db, config, mailer, limiter, log: log.child({ module: 'auth' }) }),
+    auth: createAuthService({
+      db,
+      config,
+      mailer,
+      limiter,
+      log: log.child({ module: 'auth' }),
+      findLiveInvitation: findLiveInvitationByTokenHash,
+      countOwnedWorkspaces,
+    }),
     apiKeys: createApiKeysService({ db }),
     users: createUsersService({ db }),
-    workspaces: createWorkspacesService({ db }),
-    memberships: createMembershipsService({ db }),
+    workspaces: createWorkspacesService({ db, removeMemberAccess }),
+    memberships: createMembershipsService({ db, removeMemberAccess }),
     teams: createTeamsService({ db }),
     teamMemberships: createTeamMembershipsService({ db }),
     invitations: createInvitationsService({ db, config, mailer, log: log.child({ module: 'invitations' }) }),

@@ -9,7 +9,7 @@ import { messagesDocs } from './modules/messages/messages.docs.js';
 import { modelsDocs } from './modules/models/models.docs.js';
 import { speechDocs } from './modules/speech/speech.docs.js';
 import { teamMembershipsDocs, teamsDocs } from './modules/teams/teams.docs.js';
-import { usersDocs } from './modules/users/users.docs.js';
+import { usersDocs } from './modules/auth/profile.docs.js';
 import { membershipsDocs, workspacesDocs } from './modules/workspaces/workspaces.docs.js';
 import { type OperationDocs, openApiOptions, type TagDoc } from './platform/openapi.js';
 

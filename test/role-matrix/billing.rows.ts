@@ -1,5 +1,5 @@
 import { billingCustomers } from '../../src/modules/billing/billing.table.js';
-import * as mirror from '../../src/modules/billing/mirror.repo.js';
+import * as catalogStore from '../../src/modules/billing/catalog.repo.js';
 import { type FakePaymentApi, startFakePaymentApi } from '../support/fake-payment-api.js';
 import { type MatrixRow, statuses, type World } from './world.js';
 
@@ -24,8 +24,8 @@ export async function stopBillingFakes(): Promise<void> {
 async function proCatalog(w: World): Promise<void> {
   const db = w.t.deps.database.db;
   const at = new Date(Date.now() - 60_000);
-  await mirror.upsertProduct(db, { providerProductId: 'prod_matrix_pro', name: 'Pro', active: true, plan: 'pro', metadata: { plan: 'pro' }, lastEventAt: at });
-  await mirror.upsertPrice(db, {
+  await catalogStore.upsertProduct(db, { providerProductId: 'prod_matrix_pro', name: 'Pro', active: true, plan: 'pro', metadata: { plan: 'pro' }, lastEventAt: at });
+  await catalogStore.upsertPrice(db, {
     providerPriceId: 'price_matrix_pro_month',
     providerProductId: 'prod_matrix_pro',
     active: true,

@@ -21,3 +21,11 @@ export const noKnowledge: KnowledgeSearch = {
   hasKnowledge: async () => false,
   search: async () => [],
 };
+
+/** A knowledge passage a reply cites (stored with the message by the messages module). */
+export interface MessageSource {
+  document_id: string;
+  document_name: string;
+  chunk_id: string;
+  score: number;
+}

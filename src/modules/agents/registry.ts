@@ -1,10 +1,9 @@
 import { type ModelMessage, stepCountIs, streamText, tool, type ToolSet } from 'ai';
 import { z } from 'zod';
 import { AppError } from '../../platform/errors.js';
-import type { MessageSource } from '../messages/messages.table.js';
 import type { BuiltCallSettings } from '../models/index.js';
 import type { ChatLanguageModel } from '../models/index.js';
-import type { KnowledgeHit } from './knowledge.js';
+import type { KnowledgeHit, MessageSource } from './knowledge.js';
 import type { AgentFrameworkName } from './registry.names.js';
 
 export type AgentEvent =

@@ -1,4 +1,5 @@
 import { NotFoundError, PermissionDeniedError, ValidationError } from '../../platform/errors.js';
+import { workspaceErrors } from '../workspaces/index.js';
 import type { ApiKeyRefusal } from './api-keys.policy.js';
 
 export const apiKeyErrors = {
@@ -23,6 +24,5 @@ export const apiKeyRefusalErrors: Record<ApiKeyRefusal, () => PermissionDeniedEr
       'api_key_not_allowed',
     ),
   read_only_key: () => new PermissionDeniedError('This API key is read-only.', 'read_only_key'),
-  api_key_workspace_denied: () =>
-    new PermissionDeniedError('This API key is restricted to another workspace.', 'api_key_workspace_denied'),
+  api_key_workspace_denied: workspaceErrors.apiKeyWorkspaceDenied,
 };

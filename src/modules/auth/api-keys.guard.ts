@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { AuthUser } from '../../platform/auth.js';
-import { requestWorkspaceRestriction, restrictRequestToWorkspace } from '../../platform/request-context.js';
+import { restrictRequestToWorkspace } from '../../platform/request-context.js';
 import { apiKeyRefusalErrors } from './api-keys.errors.js';
-import { reachesWorkspace, refuseApiKeyRequest } from './api-keys.policy.js';
+import { refuseApiKeyRequest } from './api-keys.policy.js';
 
 /**
  * The authentication hook's guard (registerAuthentication): applies api-keys.policy.ts to every
@@ -20,14 +20,4 @@ export function apiKeyGuard(user: AuthUser, request: FastifyRequest): void {
   });
   if (refusal) throw apiKeyRefusalErrors[refusal]();
   if (key.workspaceId) restrictRequestToWorkspace(key.workspaceId);
-}
-
-/** For the workspace guard: 403 `api_key_workspace_denied` when the request's key is limited to another workspace. */
-export function assertRequestReaches(workspaceId: string): void {
-  if (!requestReaches(workspaceId)) throw apiKeyRefusalErrors.api_key_workspace_denied();
-}
-
-/** Whether the current request may reach `workspaceId` (always, unless its API key is limited to another). */
-export function requestReaches(workspaceId: string): boolean {
-  return reachesWorkspace(requestWorkspaceRestriction(), workspaceId);
 }

@@ -1,4 +1,5 @@
 import type { ApiKeyRestriction } from '../../platform/auth.js';
+import { sameWorkspaceId as sameWorkspace } from '../workspaces/index.js';
 
 /**
  * What a personal API key may do: pure rules, applied in two places only: the authentication
@@ -43,8 +44,6 @@ export function workspaceInPath(route: string, params: Record<string, unknown>):
   return typeof value === 'string' ? value : '';
 }
 
-const sameWorkspace = (a: unknown, b: string) => typeof a === 'string' && a.toLowerCase() === b.toLowerCase();
-
 /** The first rule a request made with `key` breaks, or null when the key allows it. */
 export function refuseApiKeyRequest(key: ApiKeyRestriction, request: RequestFacts): ApiKeyRefusal | null {
   const route = `${request.method} ${request.route}`;
@@ -59,9 +58,4 @@ export function refuseApiKeyRequest(key: ApiKeyRestriction, request: RequestFact
     if (filter !== undefined && !sameWorkspace(filter, only)) return 'api_key_workspace_denied';
   }
   return null;
-}
-
-/** Whether a request limited to `onlyWorkspaceId` (undefined: not limited) may reach `workspaceId`. */
-export function reachesWorkspace(onlyWorkspaceId: string | undefined, workspaceId: string): boolean {
-  return onlyWorkspaceId === undefined || sameWorkspace(workspaceId, onlyWorkspaceId);
 }

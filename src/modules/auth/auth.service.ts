@@ -10,9 +10,7 @@ import type { Mailer } from '../../platform/mail/port.js';
 import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import { throttle } from '../../platform/ratelimit/rates.js';
 import { randomToken, sha256Hex } from '../../platform/secrets.js';
-import { findLiveInvitationByTokenHash } from '../invitations/invitations.repo.js';
-import * as usersRepo from '../users/users.repo.js';
-import { countOwnedWorkspaces } from '../workspaces/workspaces.repo.js';
+import { userStore as usersRepo } from '../users/index.js';
 import { revokeUserApiKeys } from './api-keys.repo.js';
 import { authErrors } from './auth.errors.js';
 import { activationMail, emailChangeConfirmMail, emailChangeNoticeMail } from './auth.mail.js';
@@ -34,6 +32,10 @@ export interface AuthServiceDeps {
   mailer: Mailer;
   limiter: RateLimiter;
   log: Logger;
+  /** The live invitation with this token digest, if any: a registration through it needs no activation (invitations; src/deps.ts). */
+  findLiveInvitation: (db: Db, tokenHash: string) => Promise<{ email: string } | undefined>;
+  /** How many workspaces a user owns: an owner cannot delete their account (workspaces; src/deps.ts). */
+  countOwnedWorkspaces: (db: Db, userId: number) => Promise<number>;
 }
 
 // argon2id with the library's defaults (19 MiB, t=2, p=1: OWASP's recommended minimum).
@@ -58,7 +60,7 @@ const TOUCH_INTERVAL_MS = 60_000;
 /** Endpoints where someone may guess a password or flood an inbox: throttled per address and per client IP. */
 type GuardedAction = 'login' | 'reset_password' | 'resend_activation' | 'set_email';
 
-export function createAuthService({ db, config, mailer, limiter, log }: AuthServiceDeps) {
+export function createAuthService({ db, config, mailer, limiter, log, findLiveInvitation, countOwnedWorkspaces }: AuthServiceDeps) {
   /**
    * Counts one attempt of `action` from `clientIp` and for each address (THROTTLE_LOGIN each);
    * 429 with Retry-After beyond it, before any password is checked or mail sent. The IP is
@@ -113,7 +115,7 @@ export function createAuthService({ db, config, mailer, limiter, log }: AuthServ
     async register(input: { email: string; password: string; name: string; invitation_token?: string }): Promise<UserOut> {
       let verified = false;
       if (input.invitation_token !== undefined) {
-        const invitation = await findLiveInvitationByTokenHash(db, sha256Hex(input.invitation_token));
+        const invitation = await findLiveInvitation(db, sha256Hex(input.invitation_token));
         if (invitation?.email !== usersRepo.normalizeEmail(input.email)) throw authErrors.invalidInvitationToken();
         verified = true;
       } else if (!config.ALLOW_SIGNUP) {

@@ -1,6 +1,6 @@
 /**
- * Public API of the auth module: what other modules may import (dependency-cruiser's no-reach-in
- * rule allows nothing else). Whether an API key's scope reaches a workspace (`requestReaches`, `assertRequestReaches`).
- * Accounts, tokens and keys themselves are reached over HTTP only.
+ * Public API of the auth module: nothing yet (HTTP only: sign-up, sign-in, account flows, the
+ * caller's profile, API keys).
+ * Whether a request's API key reaches a workspace is the workspaces module's (`requestReaches`).
  */
-export { assertRequestReaches, requestReaches } from './api-keys.guard.js';
+export {};

@@ -1,8 +1,8 @@
 import { namedSchema, type OperationDocs } from '../../platform/openapi.js';
-import { checkoutBody, redirectOut } from './checkout.schemas.js';
-import { creditUsageOut, planOut } from './plan.schemas.js';
-import { usageOut } from './usage.schemas.js';
-import { webhookAck } from './webhook.schemas.js';
+import { checkoutBody, redirectOut } from './checkout/checkout.schemas.js';
+import { creditUsageOut, planOut } from './plan/plan.schemas.js';
+import { usageOut } from './usage/usage.schemas.js';
+import { webhookAck } from './webhook/webhook.schemas.js';
 
 namedSchema(planOut, 'WorkspacePlan', {
   description: "The workspace's plan, subscription, billing contact, what the caller may do, and usage against the limits.",

@@ -1,6 +1,5 @@
 import { and, desc, eq, gt, inArray, isNull, or } from 'drizzle-orm';
 import type { DbOrTx } from '../../db/client.js';
-import { users } from '../users/users.table.js';
 import {
   accessGrantingStatuses,
   billingCustomers,
@@ -48,11 +47,6 @@ export async function findCustomerByProviderId(db: DbOrTx, providerCustomerId: s
 
 export async function findCustomerByUser(db: DbOrTx, userId: number): Promise<CustomerRow | undefined> {
   const [row] = await db.select().from(billingCustomers).where(eq(billingCustomers.userId, userId));
-  return row;
-}
-
-export async function findUserSummary(db: DbOrTx, userId: number) {
-  const [row] = await db.select({ id: users.id, name: users.name, email: users.email }).from(users).where(eq(users.id, userId));
   return row;
 }
 

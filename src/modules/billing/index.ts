@@ -4,8 +4,14 @@
  * and the billing state of a workspace (`resolveBillingState`). Every model call passes the one
  * billing gate, `CreditService.admit({ workspace, model, estimate })`, which raises the one
  * `model_not_in_plan` error (`modelNotInPlan`, also used when a chat picks a model).
+ *
+ * Inside, one folder per feature: credit/ (the ledger and the gate), plan/ (plans, a workspace's
+ * billing state, overrides, the plan routes), checkout/, webhook/ (the provider's events and their
+ * inbox), usage/ (analytics). At the root what several share: the tables, the mirrored
+ * subscriptions and catalog (written by webhook/, read by checkout/ and plan/), the payment
+ * provider, the errors.
  */
 export { modelNotInPlan } from './billing.errors.js';
-export { type CreditService, type Reservation } from './credit.service.js';
-export { planIncludesModel, type Plans } from './plans.js';
-export { resolveBillingState } from './state.js';
+export { type CreditService, type Reservation } from './credit/credit.service.js';
+export { planIncludesModel, type Plans } from './plan/plans.js';
+export { createPlanModelRules, resolveBillingState } from './plan/state.js';

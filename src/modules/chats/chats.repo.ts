@@ -1,4 +1,4 @@
-import { and, count, desc, eq, exists, or } from 'drizzle-orm';
+import { and, count, desc, eq, exists, inArray, or } from 'drizzle-orm';
 import type { DbOrTx } from '../../db/client.js';
 import { users } from '../users/users.table.js';
 import { chatSessions, chatShares } from './chats.table.js';
@@ -119,4 +119,13 @@ export async function listShares(db: DbOrTx, chatId: string, limit: number, offs
     db.select({ n: count() }).from(chatShares).where(where),
   ]);
   return { rows, count: total?.n ?? 0 };
+}
+
+/**
+ * Withdraws every chat share a user holds in a workspace (they left it or were removed): shares
+ * would come back to life if the person were invited again later.
+ */
+export async function removeUserSharesInWorkspace(db: DbOrTx, workspaceId: string, userId: number): Promise<void> {
+  const workspaceChats = db.select({ id: chatSessions.id }).from(chatSessions).where(eq(chatSessions.workspaceId, workspaceId));
+  await db.delete(chatShares).where(and(eq(chatShares.userId, userId), inArray(chatShares.sessionId, workspaceChats)));
 }

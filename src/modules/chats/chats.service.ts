@@ -5,12 +5,10 @@ import type { CreditService } from '../billing/index.js';
 import { modelNotInPlan, type Plans, planIncludesModel } from '../billing/index.js';
 import { resolveBillingState } from '../billing/index.js';
 import type { ModelCatalog } from '../models/index.js';
-import { findUserByEmail } from '../users/users.repo.js';
+import { findUserByEmail } from '../users/index.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
-import { findWorkspaceWithMembership } from '../workspaces/workspaces.repo.js';
-import { requestReaches } from '../auth/index.js';
+import { findWorkspaceWithMembership, requestReaches } from '../workspaces/index.js';
 import { toUserOut } from '../users/index.js';
-import { listMessagesOfChat } from '../messages/messages.repo.js';
 import { loadChat } from './chats.access.js';
 import { chatErrors } from './chats.errors.js';
 import { canOpenSharedLink } from './chats.policy.js';
@@ -40,14 +38,26 @@ function toShareOut(row: { id: string; createdAt: Date; user: { id: number; emai
   return { id: row.id, user: toUserOut(row.user), created_at: row.createdAt.toISOString() };
 }
 
+/** What a shared chat's page shows of each message. */
+export interface ChatMessageForExport {
+  id: string;
+  role: PublicChatOut['messages'][number]['role'];
+  content: string;
+  parentId: string | null;
+  stopped: boolean;
+  createdAt: Date;
+}
+
 export interface ChatsServiceDeps {
   db: Db;
   plans: Plans;
   catalog: ModelCatalog;
   credit: CreditService;
+  /** A chat's messages oldest first, for its export (messages owns them; src/deps.ts). */
+  messagesOfChat: (db: Db, chatId: string) => Promise<ChatMessageForExport[]>;
 }
 
-export function createChatsService({ db, plans, catalog, credit }: ChatsServiceDeps) {
+export function createChatsService({ db, plans, catalog, credit, messagesOfChat }: ChatsServiceDeps) {
   /**
    * A model the workspace may use now: known (400), in the plan's tiers (402
    * `model_not_in_plan`) and with credit left (402 `credit_exhausted`).
@@ -155,7 +165,7 @@ export function createChatsService({ db, plans, catalog, credit }: ChatsServiceD
               isSharee: await repo.isSharedWith(db, chat.id, userId),
             };
       if (!canOpenSharedLink(chat, viewer)) throw chatErrors.notFound();
-      const messages = await listMessagesOfChat(db, chat.id);
+      const messages = await messagesOfChat(db, chat.id);
       return {
         name: chat.name,
         ai_model: chat.aiModel,

@@ -1,7 +1,5 @@
-import { and, count, desc, eq, exists, inArray, isNull, or, sql, sum } from 'drizzle-orm';
+import { and, count, desc, eq, inArray, isNull, or, type SQL, sql, sum } from 'drizzle-orm';
 import type { DbOrTx } from '../../db/client.js';
-import { knowledgeBaseDocuments, knowledgeBases } from '../knowledge-bases/knowledge-bases.table.js';
-import { readableKb } from '../knowledge-bases/knowledge-bases.repo.js';
 import { documentChunks, documents, ingestionTasks, type TaskStatus } from './documents.table.js';
 import { newId } from '../../db/columns.js';
 
@@ -12,6 +10,12 @@ export type ChunkRow = typeof documentChunks.$inferSelect;
 export interface Viewer {
   userId: number;
   isOwnerOrAdmin: boolean;
+  /**
+   * SQL condition: the document (joined as `documents`) is attached to a knowledge base the viewer
+   * reads. The knowledge-bases module's rule, passed in: that module sits above this one (it owns
+   * the attachments and the read rule).
+   */
+  inReadableKb: SQL;
 }
 
 /** SQL condition: the document (joined as `documents`) is visible to the viewer. */
@@ -19,10 +23,7 @@ export function visibleDocument(viewer: Viewer) {
   if (viewer.isOwnerOrAdmin) return sql`true`;
   return or(
     eq(documents.uploadedBy, viewer.userId),
-    exists(
-      sql`(SELECT 1 FROM ${knowledgeBaseDocuments} JOIN ${knowledgeBases} ON ${knowledgeBases.id} = ${knowledgeBaseDocuments.knowledgeBaseId}
-           WHERE ${knowledgeBaseDocuments.documentId} = ${documents.id} AND ${readableKb(viewer)})`,
-    ),
+    viewer.inReadableKb,
   )!;
 }
 

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
-import type { Db } from '../../db/client.js';
+import type { SQL } from 'drizzle-orm';
+import type { Db, DbOrTx } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { throttle } from '../../platform/ratelimit/rates.js';
@@ -11,12 +12,11 @@ import type { JobsFor } from '../../platform/queue/jobs.js';
 import type { CreditService } from '../billing/index.js';
 import type { Plans } from '../billing/index.js';
 import { resolveBillingState } from '../billing/index.js';
-import * as kbRepo from '../knowledge-bases/knowledge-bases.repo.js';
-import { canChangeDocument } from '../knowledge-bases/index.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
 import { isOwnerOrAdmin } from '../workspaces/index.js';
-import { lockWorkspace } from '../workspaces/workspaces.repo.js';
+import { lockWorkspace } from '../workspaces/index.js';
 import { documentErrors } from './documents.errors.js';
+import { canChangeDocument } from './documents.policy.js';
 import { toDocumentOut, toTaskOut } from './documents.mapper.js';
 import * as repo from './documents.repo.js';
 import type { DocumentOut, TaskOut } from './documents.schemas.js';
@@ -30,8 +30,28 @@ export interface UrlPolicy {
   classify(url: URL): Exclude<SourceKind, 'upload'>;
 }
 
+/** A caller as the knowledge-base rules see them. */
+export interface KbViewer {
+  userId: number;
+  isOwnerOrAdmin: boolean;
+}
+
+/**
+ * What documents uses of knowledge bases: the module above it, which owns the attachments and the
+ * read rule (wired in src/deps.ts from the knowledge-bases public API).
+ */
+export interface KnowledgeBaseLinks {
+  /** SQL condition: the document (joined as `documents`) is attached to a knowledge base the viewer reads. */
+  documentInReadableKb(viewer: KbViewer): SQL;
+  findWritableKbs(db: DbOrTx, workspaceId: string, ids: string[], viewer: KbViewer): Promise<{ id: string }[]>;
+  addDocuments(db: DbOrTx, kbId: string, documentIds: string[], addedBy: number): Promise<void>;
+  removeDocuments(db: DbOrTx, kbId: string, documentIds: string[]): Promise<void>;
+  kbIdsOfDocuments(db: DbOrTx, documentIds: string[]): Promise<Map<string, string[]>>;
+}
+
 export interface DocumentsServiceDeps {
   db: Db;
+  knowledgeBases: KnowledgeBaseLinks;
   config: Pick<Config, 'THROTTLE_DOCUMENT_UPLOADS' | 'STORAGE_URL_TTL_SECONDS'>;
   plans: Plans;
   credit: CreditService;
@@ -43,7 +63,6 @@ export interface DocumentsServiceDeps {
   log: Logger;
 }
 
-const viewerOf = (access: WorkspaceAccess) => ({ userId: access.userId, isOwnerOrAdmin: isOwnerOrAdmin(access) });
 
 /**
  * Where the client's PUT lands: never the document's own key. `confirm-upload/` checks it and
@@ -67,7 +86,11 @@ function safeFileName(name: string): string {
 }
 
 export function createDocumentsService(deps: DocumentsServiceDeps) {
-  const { db, config, plans, credit, limiter, storage, urls, jobs } = deps;
+  const { db, config, plans, credit, limiter, storage, urls, jobs, knowledgeBases: kbRepo } = deps;
+  const viewerOf = (access: WorkspaceAccess): repo.Viewer => {
+    const viewer = { userId: access.userId, isOwnerOrAdmin: isOwnerOrAdmin(access) };
+    return { ...viewer, inReadableKb: kbRepo.documentInReadableKb(viewer) };
+  };
 
   async function loadDocument(userId: number, workspaceId: string, documentId: string, options: { write?: boolean; change?: boolean } = {}) {
     const access = await requireMember(db, workspaceId, userId, { write: options.write });

@@ -4,3 +4,12 @@
  */
 export { toDocumentOut } from './documents.mapper.js';
 export { documentOut, type DocumentOut } from './documents.schemas.js';
+/** The one embedding width (the chunks' vector column): ingestion and knowledge search embed at it. */
+export { EMBEDDING_DIMENSIONS } from './documents.table.js';
+/** Which documents a viewer sees (knowledge bases filter their lists by it). */
+export { visibleDocumentIds } from './documents.repo.js';
+/**
+ * The document and ingestion-task store, for the ingestion module (which fills in text, chunks
+ * and task states of the documents this module stores).
+ */
+export * as documentStore from './documents.repo.js';

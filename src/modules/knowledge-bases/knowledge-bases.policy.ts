@@ -26,7 +26,3 @@ export const canManageKb = (kb: KbFacts, viewer: KbViewer) => viewer.isOwnerOrAd
 /** A document is visible to its uploader, owner/admins, and readers of a knowledge base holding it. */
 export const canSeeDocument = (doc: { uploadedBy: number | null }, viewer: { userId: number; isOwnerOrAdmin: boolean }, inReadableKb: boolean) =>
   viewer.isOwnerOrAdmin || doc.uploadedBy === viewer.userId || inReadableKb;
-
-/** Update, delete and reprocess a document: its uploader or the workspace owner/admins. */
-export const canChangeDocument = (doc: { uploadedBy: number | null }, viewer: { userId: number; isOwnerOrAdmin: boolean }) =>
-  viewer.isOwnerOrAdmin || doc.uploadedBy === viewer.userId;

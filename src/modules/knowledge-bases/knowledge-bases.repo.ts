@@ -32,6 +32,14 @@ export function readableKb(viewer: { userId: number; isOwnerOrAdmin: boolean }):
   )!;
 }
 
+/** SQL condition: the document (joined as `documents`) is attached to a knowledge base the viewer reads. */
+export function documentInReadableKb(viewer: { userId: number; isOwnerOrAdmin: boolean }): SQL {
+  return exists(
+    sql`(SELECT 1 FROM ${knowledgeBaseDocuments} JOIN ${knowledgeBases} ON ${knowledgeBases.id} = ${knowledgeBaseDocuments.knowledgeBaseId}
+         WHERE ${knowledgeBaseDocuments.documentId} = ${documents.id} AND ${readableKb(viewer)})`,
+  );
+}
+
 export async function insertKb(db: DbOrTx, values: typeof knowledgeBases.$inferInsert): Promise<KbRow> {
   const [row] = await db.insert(knowledgeBases).values(values).returning();
   return row!;

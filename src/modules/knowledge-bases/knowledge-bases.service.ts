@@ -2,10 +2,9 @@ import type { Db } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { loadChat } from '../chats/index.js';
-import { toDocumentOut } from '../documents/index.js';
-import * as documentsRepo from '../documents/documents.repo.js';
+import { toDocumentOut, visibleDocumentIds } from '../documents/index.js';
 import type { DocumentOut } from '../documents/index.js';
-import { findTeam } from '../teams/teams.repo.js';
+import { findTeam } from '../teams/index.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
 import { isOwnerOrAdmin } from '../workspaces/index.js';
 import { kbErrors } from './knowledge-bases.errors.js';
@@ -104,7 +103,7 @@ export function createKnowledgeBasesService({ db }: { db: Db }) {
     async addDocuments(userId: number, workspaceId: string, kbId: string, documentIds: string[]): Promise<KbOut> {
       const { access, kb } = await loadKb(userId, workspaceId, kbId, 'write');
       const ids = [...new Set(documentIds)];
-      const visible = await documentsRepo.visibleDocumentIds(db, workspaceId, ids, viewerOf(access));
+      const visible = await visibleDocumentIds(db, workspaceId, ids, { ...viewerOf(access), inReadableKb: repo.documentInReadableKb(viewerOf(access)) });
       const missing = ids.filter((id) => !visible.has(id));
       if (missing.length) throw kbErrors.unknownDocuments(missing);
       await repo.addDocuments(db, kb.id, ids, userId);

@@ -6,7 +6,7 @@ import { type DbOrTx, queryRows } from '../../db/client.js';
 import { sql } from 'drizzle-orm';
 import type { KnowledgeHit, KnowledgeSearch } from '../agents/index.js';
 import type { CreditService } from '../billing/index.js';
-import { EMBEDDING_DIMENSIONS } from '../documents/documents.table.js';
+import { EMBEDDING_DIMENSIONS } from '../documents/index.js';
 import type { ModelRegistry } from '../models/index.js';
 import { chatHasKnowledge } from './knowledge-bases.repo.js';
 import type { ServiceMetrics } from '../../platform/metrics.js';
@@ -101,7 +101,7 @@ export function createKnowledgeSearch(deps: {
     if (!config.EMBEDDING_MODEL) return null;
     try {
       const { model, entry } = modelRegistry.embeddingModel(config.EMBEDDING_MODEL);
-      const reservation = await credit.reserve(workspaceId, (query.length / 4) * (entry.input_price_per_million / 1e6));
+      const reservation = await credit.admit({ workspace: workspaceId, estimate: (query.length / 4) * (entry.input_price_per_million / 1e6) });
       const started = performance.now();
       const record = (outcome: 'ok' | 'error', inputTokens: number, costUsd: number) =>
         metrics.modelCall({

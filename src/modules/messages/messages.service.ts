@@ -18,7 +18,7 @@ import type { Plans } from '../billing/index.js';
 import { resolveBillingState } from '../billing/index.js';
 import { type ChatAccess, loadChat } from '../chats/index.js';
 import { chatErrors } from '../chats/index.js';
-import { findChatById } from '../chats/chats.repo.js';
+import { findChatById } from '../chats/index.js';
 import { assertWritable } from '../workspaces/index.js';
 import type { MessageAttachment } from './messages.table.js';
 import { buildCallSettings } from '../models/index.js';

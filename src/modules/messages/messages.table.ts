@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { type AnyPgColumn, boolean, check, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { chatSessions } from '../chats/chats.table.js';
 import { users } from '../users/users.table.js';
+import type { MessageSource } from '../agents/index.js';
 import { uuidPrimaryKey } from '../../db/columns.js';
 
 // The messages module owns the message tree and the agent tasks; chats owns the sessions they hang under.
@@ -16,12 +17,8 @@ export interface MessageAttachment {
   storage_key: string;
 }
 
-export interface MessageSource {
-  document_id: string;
-  document_name: string;
-  chunk_id: string;
-  score: number;
-}
+/** A knowledge passage a reply cites: the agents produce them, the message keeps them. */
+export type { MessageSource } from '../agents/index.js';
 
 export interface MessageUsage {
   prompt_tokens: number;

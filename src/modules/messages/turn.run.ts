@@ -10,7 +10,7 @@ import type { AgentEvent } from '../agents/index.js';
 import { agentFramework, ModelCallError } from '../agents/index.js';
 import type { KnowledgeSearch } from '../agents/index.js';
 import type { CreditService } from '../billing/index.js';
-import { touchChat } from '../chats/chats.repo.js';
+import { touchChat } from '../chats/index.js';
 import { buildCallSettings } from '../models/index.js';
 import type { ChatModel } from '../models/index.js';
 import type { ModelRegistry } from '../models/index.js';

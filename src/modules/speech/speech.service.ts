@@ -23,7 +23,7 @@ import type { ServiceMetrics } from '../../platform/metrics.js';
 import type { ChatModel } from '../models/index.js';
 import { type ModelRegistry, parseModelSpec, type ResolvedTranscriptionModel } from '../models/index.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
-import type { WorkspaceRow } from '../workspaces/workspaces.repo.js';
+import type { WorkspaceRow } from '../workspaces/index.js';
 import {
   type AudioFormat,
   declaredAsAudio,

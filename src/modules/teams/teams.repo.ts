@@ -2,7 +2,7 @@ import { and, asc, count, eq, inArray } from 'drizzle-orm';
 import type { DbOrTx } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { users } from '../users/users.table.js';
-import { membershipsSeenBy } from '../workspaces/workspaces.repo.js';
+import { membershipsSeenBy } from '../workspaces/index.js';
 import { workspaceMemberships } from '../workspaces/workspaces.table.js';
 import type { TeamRole } from './teams.schemas.js';
 import { teamMemberships, teams } from './teams.table.js';
@@ -166,4 +166,10 @@ export async function listTeamMembershipsOfUser(db: DbOrTx, userId: number): Pro
   return selectTeamMemberships(db)
     .where(and(eq(teamMemberships.userId, userId), inArray(teams.workspaceId, workspacesOf(db, userId))))
     .orderBy(asc(teamMemberships.createdAt), asc(teamMemberships.id));
+}
+
+/** Ends a user's memberships in every team of a workspace (they left it or were removed). */
+export async function removeUserFromWorkspaceTeams(db: DbOrTx, workspaceId: string, userId: number): Promise<void> {
+  const workspaceTeams = db.select({ id: teams.id }).from(teams).where(eq(teams.workspaceId, workspaceId));
+  await db.delete(teamMemberships).where(and(eq(teamMemberships.userId, userId), inArray(teamMemberships.teamId, workspaceTeams)));
 }

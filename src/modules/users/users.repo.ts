@@ -13,6 +13,12 @@ export async function findUserById(db: DbOrTx, id: number): Promise<UserRow | un
   return row;
 }
 
+/** A user's id, name and address (billing contacts, checkout's customer), without the credentials. */
+export async function findUserSummary(db: DbOrTx, id: number): Promise<{ id: number; name: string; email: string } | undefined> {
+  const [row] = await db.select({ id: users.id, name: users.name, email: users.email }).from(users).where(eq(users.id, id));
+  return row;
+}
+
 export async function findUserByEmail(db: DbOrTx, email: string): Promise<UserRow | undefined> {
   const [row] = await db
     .select()

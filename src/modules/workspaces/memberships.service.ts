@@ -25,7 +25,8 @@ const refusalError: Record<MembershipChangeRefusal, () => Error> = {
   owner_removal: workspaceErrors.cannotRemoveOwner,
 };
 
-export function createMembershipsService({ db }: { db: Db }) {
+/** `removeMemberAccess`: what else a member loses on leaving or removal (teams, chat shares; src/deps.ts). */
+export function createMembershipsService({ db, removeMemberAccess }: { db: Db; removeMemberAccess: repo.MemberAccessRemoval }) {
   /** The membership if it is in one of the caller's workspaces (else 404), with the caller's access. */
   async function loadVisible(userId: number, membershipId: string, write: boolean) {
     const target = isUuid(membershipId) ? await repo.findMembershipById(db, membershipId) : undefined;
@@ -71,6 +72,7 @@ export function createMembershipsService({ db }: { db: Db }) {
       await db.transaction(async (tx) => {
         const locked = await repo.lockWorkspace(tx, target.workspaceId);
         if (locked?.ownerId === target.userId) throw workspaceErrors.cannotRemoveOwner();
+        await removeMemberAccess(tx, target.workspaceId, target.userId);
         await repo.removeMember(tx, target.workspaceId, target.userId);
       });
     },

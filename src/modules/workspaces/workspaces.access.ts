@@ -1,8 +1,8 @@
 import type { DbOrTx } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
-import { assertRequestReaches } from '../auth/index.js';
+import { requestWorkspaceRestriction } from '../../platform/request-context.js';
 import { workspaceErrors } from './workspaces.errors.js';
-import type { MemberContext } from './workspaces.policy.js';
+import { type MemberContext, reachesWorkspace } from './workspaces.policy.js';
 import { findWorkspaceWithMembership, type MembershipRow, type WorkspaceRow } from './workspaces.repo.js';
 
 /** The caller's standing in one workspace, as every workspace-scoped service sees it. */
@@ -25,6 +25,16 @@ export interface AccessOptions {
  * A request made with an API key limited to another workspace gets 403 `api_key_workspace_denied`
  * (api-keys.policy.ts), whatever named the workspace: the path, a body field, the object reached.
  */
+/** Whether the current request may reach `workspaceId` (always, unless its API key is limited to another). */
+export function requestReaches(workspaceId: string): boolean {
+  return reachesWorkspace(requestWorkspaceRestriction(), workspaceId);
+}
+
+/** 403 `api_key_workspace_denied` when the request's API key is limited to another workspace. */
+export function assertRequestReaches(workspaceId: string): void {
+  if (!requestReaches(workspaceId)) throw workspaceErrors.apiKeyWorkspaceDenied();
+}
+
 export async function requireMember(
   db: DbOrTx,
   workspaceId: string,

@@ -21,4 +21,7 @@ export const workspaceErrors = {
   cannotChangeOwnerRole: () =>
     new PermissionDeniedError("The owner's role cannot be changed.", 'cannot_change_owner_role'),
   cannotRemoveOwner: () => new PermissionDeniedError('The owner cannot be removed.', 'cannot_remove_owner'),
+  /** The request's API key is limited to another workspace (api-keys.policy.ts in auth refuses with it too). */
+  apiKeyWorkspaceDenied: () =>
+    new PermissionDeniedError('This API key is restricted to another workspace.', 'api_key_workspace_denied'),
 };

@@ -1,6 +1,14 @@
 import type { WorkspaceRole } from './workspaces.schemas.js';
 
 /** What the policy needs to know about the caller in one workspace. */
+/** Two workspace ids name the same workspace (ids are UUIDs, compared without regard to case). */
+export const sameWorkspaceId = (a: unknown, b: string): boolean => typeof a === 'string' && a.toLowerCase() === b.toLowerCase();
+
+/** Whether a request limited to `onlyWorkspaceId` (undefined: not limited) may reach `workspaceId`. */
+export function reachesWorkspace(onlyWorkspaceId: string | undefined, workspaceId: string): boolean {
+  return onlyWorkspaceId === undefined || sameWorkspaceId(workspaceId, onlyWorkspaceId);
+}
+
 export interface MemberContext {
   userId: number;
   role: WorkspaceRole;

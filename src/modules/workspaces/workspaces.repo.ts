@@ -1,8 +1,6 @@
 import { and, asc, count, eq, ilike, inArray, or, sql } from 'drizzle-orm';
 import { type DbOrTx, queryRows } from '../../db/client.js';
 import { requestWorkspaceRestriction } from '../../platform/request-context.js';
-import { chatSessions, chatShares } from '../chats/chats.table.js';
-import { teamMemberships, teams } from '../teams/teams.table.js';
 import { users } from '../users/users.table.js';
 import type { WorkspaceRole } from './workspaces.schemas.js';
 import { workspaceMemberships, workspaces } from './workspaces.table.js';
@@ -179,18 +177,14 @@ export async function findMembershipById(db: DbOrTx, id: string): Promise<Member
 }
 
 /**
- * Takes a user out of a workspace: the membership, every team membership in the workspace's
- * teams and every chat share in it. Everything else is checked against current membership, so
- * all access through the workspace ends here.
+ * What else a removed member loses, run in the removal's transaction before the membership goes:
+ * the team memberships in the workspace's teams and the chat shares in it (owned by teams and
+ * chats, wired in src/deps.ts). Everything else is checked against current membership.
  */
+export type MemberAccessRemoval = (tx: DbOrTx, workspaceId: string, userId: number) => Promise<void>;
+
+/** Takes a user out of a workspace (after `MemberAccessRemoval` has run in the same transaction). */
 export async function removeMember(db: DbOrTx, workspaceId: string, userId: number): Promise<void> {
-  const workspaceTeams = db.select({ id: teams.id }).from(teams).where(eq(teams.workspaceId, workspaceId));
-  await db
-    .delete(teamMemberships)
-    .where(and(eq(teamMemberships.userId, userId), inArray(teamMemberships.teamId, workspaceTeams)));
-  // Shares would come back to life if the person were invited again later.
-  const workspaceChats = db.select({ id: chatSessions.id }).from(chatSessions).where(eq(chatSessions.workspaceId, workspaceId));
-  await db.delete(chatShares).where(and(eq(chatShares.userId, userId), inArray(chatShares.sessionId, workspaceChats)));
   await db
     .delete(workspaceMemberships)
     .where(and(eq(workspaceMemberships.workspaceId, workspaceId), eq(workspaceMemberships.userId, userId)));

@@ -37,7 +37,8 @@ export function slugify(name: string): string {
   return slug || 'workspace';
 }
 
-export function createWorkspacesService({ db }: { db: Db }) {
+/** `removeMemberAccess`: what else a member loses on leaving or removal (teams, chat shares; src/deps.ts). */
+export function createWorkspacesService({ db, removeMemberAccess }: { db: Db; removeMemberAccess: repo.MemberAccessRemoval }) {
   return {
     /** Every workspace with its owner's email, for operators (admin CLI); no membership check. */
     async listAll(options: { limit?: number; offset?: number; search?: string } = {}) {
@@ -114,6 +115,7 @@ export function createWorkspacesService({ db }: { db: Db }) {
       await db.transaction(async (tx) => {
         const locked = await repo.lockWorkspace(tx, workspaceId);
         if (locked?.ownerId === userId) throw workspaceErrors.ownerCannotLeave();
+        await removeMemberAccess(tx, workspaceId, userId);
         await repo.removeMember(tx, workspaceId, userId);
       });
     },

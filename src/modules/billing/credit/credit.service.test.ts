@@ -1,0 +1,116 @@
+import { eq } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { useTestApp } from '../../../../test/support/app.js';
+import { recordUsage, subscribe } from '../../../../test/support/billing.js';
+import { newUser, newWorkspace } from '../../../../test/support/factories.js';
+import { creditReservations, creditUsage } from '../billing.table.js';
+
+const t = useTestApp();
+const credit = () => t.deps.services.credit;
+const FREE_CREDIT = 1; // builtInPlans.free.ai_credit
+
+async function freeWorkspace() {
+  const owner = await newUser(t);
+  const ws = await newWorkspace(t, owner);
+  return { owner, ws, workspace: { id: ws.id, ownerId: owner.id } };
+}
+
+describe('reserve and settle', () => {
+  it('charges the catalog price once per reference id', async () => {
+    const { ws, owner, workspace } = await freeWorkspace();
+    const reservation = await credit().reserve(ws.id, 0.01);
+    const usage = {
+      kind: 'chat' as const,
+      model: 'gpt-4.1-mini',
+      userId: owner.id,
+      inputTokens: 1000,
+      outputTokens: 500,
+      referenceId: 'call-1',
+    };
+    // 1000 × 0.40/M + 500 × 1.60/M
+    expect(await credit().settle(reservation, usage)).toBeCloseTo(0.0012, 10);
+    expect(await credit().settle(reservation, usage)).toBe(0);
+    const rows = await t.deps.database.db.select().from(creditUsage).where(eq(creditUsage.workspaceId, ws.id));
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ kind: 'chat', model: 'gpt-4.1-mini', inputTokens: 1000, outputTokens: 500, userId: owner.id });
+    expect(await credit().summary(workspace)).toEqual({
+      credit_limit: FREE_CREDIT,
+      total_cost_used: 0.0012,
+      percentage_used: 0.12,
+    });
+  });
+
+  it('prices transcription per minute and embeddings per input token', async () => {
+    expect(credit().costOf({ kind: 'transcription', model: 'whisper-1', seconds: 90, referenceId: 'x' })).toBeCloseTo(0.009, 10);
+    expect(
+      credit().costOf({ kind: 'embedding', model: 'text-embedding-3-small', inputTokens: 2_000_000, referenceId: 'y' }),
+    ).toBeCloseTo(0.04, 10);
+  });
+
+  it('refuses with 402 credit_exhausted once the period is used up', async () => {
+    const { ws } = await freeWorkspace();
+    await recordUsage(t, ws.id, FREE_CREDIT);
+    await expect(credit().reserve(ws.id, 0.01)).rejects.toMatchObject({ status: 402, code: 'credit_exhausted' });
+  });
+
+  it('counts open reservations as used, and frees them on release', async () => {
+    const { ws } = await freeWorkspace();
+    await recordUsage(t, ws.id, FREE_CREDIT - 0.1);
+    const held = await credit().reserve(ws.id, 0.1);
+    await expect(credit().reserve(ws.id, 0.1)).rejects.toMatchObject({ code: 'credit_exhausted' });
+    await credit().release(held);
+    await expect(credit().reserve(ws.id, 0.1)).resolves.toMatchObject({ workspaceId: ws.id });
+  });
+
+  it('ignores reservations that expired (a crashed call)', async () => {
+    const { ws } = await freeWorkspace();
+    await recordUsage(t, ws.id, FREE_CREDIT - 0.1);
+    await credit().reserve(ws.id, 0.5);
+    await t.deps.database.db.update(creditReservations).set({ expiresAt: new Date(Date.now() - 1000) });
+    await expect(credit().reserve(ws.id, 0.1)).resolves.toBeDefined();
+  });
+
+  it('with credit for one call left, lets exactly one of 50 parallel reservations through', async () => {
+    const { ws } = await freeWorkspace();
+    await recordUsage(t, ws.id, FREE_CREDIT - 0.05);
+    const results = await Promise.allSettled(Array.from({ length: 50 }, () => credit().reserve(ws.id, 0.05)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(refused).toHaveLength(49);
+    for (const r of refused) expect(r.reason).toMatchObject({ code: 'credit_exhausted' });
+  });
+});
+
+describe('credit periods', () => {
+  it('counts the whole lifetime on the free plan', async () => {
+    const { ws, workspace } = await freeWorkspace();
+    await recordUsage(t, ws.id, 0.25, new Date('2020-01-01T00:00:00Z'));
+    await recordUsage(t, ws.id, 0.25);
+    expect((await credit().summary(workspace)).total_cost_used).toBe(0.5);
+  });
+
+  it('counts only the current month from the subscription anchor on a paid plan', async () => {
+    const { ws, owner, workspace } = await freeWorkspace();
+    const now = new Date();
+    const anchor = new Date(Date.UTC(now.getUTCFullYear() - 1, now.getUTCMonth(), 1));
+    await subscribe(t, ws.id, 'pro', { payer: owner, anchor });
+    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    await recordUsage(t, ws.id, 3, new Date(monthStart.getTime() - 1000));
+    await recordUsage(t, ws.id, 2, new Date(monthStart.getTime() + 1000));
+    expect(await credit().summary(workspace)).toEqual({ credit_limit: 10, total_cost_used: 2, percentage_used: 20 });
+  });
+
+  it('counts the trial while trialing', async () => {
+    const { ws, owner, workspace } = await freeWorkspace();
+    const trialStart = new Date(Date.now() - 3 * 86400_000);
+    await subscribe(t, ws.id, 'team', {
+      payer: owner,
+      status: 'trialing',
+      trialStart,
+      trialEnd: new Date(Date.now() + 4 * 86400_000),
+    });
+    await recordUsage(t, ws.id, 1, new Date(trialStart.getTime() - 1000));
+    await recordUsage(t, ws.id, 4);
+    expect(await credit().summary(workspace)).toEqual({ credit_limit: 40, total_cost_used: 4, percentage_used: 10 });
+  });
+});

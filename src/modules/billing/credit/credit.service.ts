@@ -1,0 +1,179 @@
+import type { Logger } from 'pino';
+import type { Db, DbOrTx } from '../../../db/client.js';
+import { PaymentRequiredError } from '../../../platform/errors.js';
+import type { ServiceMetrics } from '../../../platform/metrics.js';
+import { tokenCost, type ModelCatalog } from '../../models/index.js';
+import { assertWritable, lockWorkspace } from '../../workspaces/index.js';
+import type { UsageKind } from '../billing.table.js';
+import * as repo from './credit.repo.js';
+import { billingErrors } from '../billing.errors.js';
+import { type Plan, planIncludesModel, type Plans } from '../plan/plans.js';
+import { resolveBillingState } from '../plan/state.js';
+
+export const creditExhausted = () =>
+  new PaymentRequiredError("This workspace's AI credit for the current period is used up.", 'credit_exhausted');
+
+/** Credit held for one call in flight. */
+export interface Reservation {
+  id: string;
+  workspaceId: string;
+  amountUsd: number;
+  /** The plan read under the lock when the call was admitted: later checks of the call use it, not a second read. */
+  plan: Plan;
+}
+
+/** What `admit` needs: whose credit, which model (for the plan rule), and the estimated cost in USD. */
+export interface AdmitRequest {
+  workspace: string | { id: string };
+  model?: { id: string; tier: string };
+  estimate: number;
+}
+
+/** What a call really used; cost comes from the catalog unless given. */
+export interface ActualUsage {
+  kind: UsageKind;
+  model: string;
+  userId?: number | null;
+  inputTokens?: number;
+  outputTokens?: number;
+  seconds?: number;
+  /** Overrides the catalog price (for models priced elsewhere). */
+  costUsd?: number;
+  /** Unique per call: settling twice with the same reference charges once. */
+  referenceId: string;
+}
+
+export interface CreditSummary {
+  credit_limit: number;
+  total_cost_used: number;
+  percentage_used: number;
+}
+
+// A reservation whose process died stops holding credit after this long.
+const RESERVATION_TTL_MS = 15 * 60_000;
+
+export interface CreditServiceDeps {
+  db: Db;
+  plans: Plans;
+  catalog: ModelCatalog;
+  log: Logger;
+  metrics: Pick<ServiceMetrics, 'creditRefused'>;
+}
+
+/**
+ * The credit ledger. Model calls pass `admit` before they start and `settle` with the provider's
+ * reported usage after. A reservation is refused once the period's recorded cost plus the credit
+ * held by calls in flight reaches the plan's credit, so the last call of a period may overrun it
+ * by at most its own cost, and parallel calls cannot all slip through: reservations of one
+ * workspace are serialised by a lock on its row.
+ */
+export function createCreditService({ db, plans, catalog, log, metrics }: CreditServiceDeps) {
+  const refuse = () => {
+    metrics.creditRefused();
+    return creditExhausted();
+  };
+
+  function costOf(usage: ActualUsage): number {
+    if (usage.costUsd !== undefined) return usage.costUsd;
+    const input = usage.inputTokens ?? 0;
+    const output = usage.outputTokens ?? 0;
+    const chat = catalog.chatModel(usage.model);
+    if (chat) return tokenCost(chat, input, output);
+    const embedding = catalog.embeddingModel(usage.model);
+    if (embedding) return (input * embedding.input_price_per_million) / 1_000_000;
+    const transcription = catalog.transcriptionModel(usage.model);
+    if (transcription) return ((usage.seconds ?? 0) / 60) * transcription.price_per_minute;
+    log.warn({ model: usage.model, kind: usage.kind }, 'model has no price in the catalog; charging 0');
+    return 0;
+  }
+
+  async function used(tx: DbOrTx, workspace: { id: string; ownerId: number }) {
+    const state = await resolveBillingState(tx, plans, workspace);
+    const usedUsd = await repo.sumUsageSince(tx, workspace.id, state.periodStart);
+    return { state, usedUsd, limitUsd: state.plan.ai_credit };
+  }
+
+  /**
+   * The billing gate before every model call: with the workspace's row locked and its billing
+   * state read once, refuses an archived workspace (409 `workspace_archived`: callers that load the
+   * workspace for writing refuse it earlier, so the order 409 before 402 holds everywhere), a model
+   * outside the plan (402 `model_not_in_plan`) and a period whose credit is used up (402
+   * `credit_exhausted`), then holds `estimate` USD of credit.
+   * `model` is omitted when no plan rule applies (an operator-chosen model, embeddings).
+   */
+  async function admit({ workspace, model, estimate }: AdmitRequest): Promise<Reservation> {
+    const workspaceId = typeof workspace === 'string' ? workspace : workspace.id;
+    return db.transaction(async (tx) => {
+      const row = await lockWorkspace(tx, workspaceId);
+      if (!row) throw new Error(`admit: workspace ${workspaceId} does not exist`);
+      assertWritable(row);
+      const { state, usedUsd, limitUsd } = await used(tx, row);
+      if (model && !planIncludesModel(state.plan, model)) throw billingErrors.modelNotInPlan(model.id);
+      const reserved = await repo.sumOpenReservations(tx, workspaceId);
+      if (usedUsd + reserved >= limitUsd) throw refuse();
+      const amount = Math.max(0, estimate);
+      const reservation = await repo.insertReservation(tx, workspaceId, amount, new Date(Date.now() + RESERVATION_TTL_MS));
+      return { id: reservation.id, workspaceId, amountUsd: amount, plan: state.plan };
+    });
+  }
+
+  return {
+    costOf,
+
+    /** `{credit_limit, total_cost_used, percentage_used}` for the current credit period. */
+    async summary(workspace: { id: string; ownerId: number }): Promise<CreditSummary> {
+      const { usedUsd, limitUsd } = await used(db, workspace);
+      return {
+        credit_limit: limitUsd,
+        total_cost_used: round(usedUsd),
+        percentage_used: limitUsd > 0 ? round((usedUsd / limitUsd) * 100, 2) : usedUsd > 0 ? 100 : 0,
+      };
+    },
+
+    /** 402 `credit_exhausted` when the period's credit is used up (no reservation taken). */
+    async assertAvailable(workspace: { id: string; ownerId: number }): Promise<void> {
+      const { usedUsd, limitUsd } = await used(db, workspace);
+      const reserved = await repo.sumOpenReservations(db, workspace.id);
+      if (usedUsd + reserved >= limitUsd) throw refuse();
+    },
+
+    admit,
+
+    /** `admit` without a model: holds `estimateUsd` of the workspace's credit (the ledger's own tests; callers use `admit`). */
+    async reserve(workspaceId: string, estimateUsd: number): Promise<Reservation> {
+      return admit({ workspace: workspaceId, estimate: estimateUsd });
+    },
+
+    /** Records the real cost once (per reference id) and frees the reservation. Returns the cost charged. */
+    async settle(reservation: Reservation, usage: ActualUsage): Promise<number> {
+      const costUsd = costOf(usage);
+      const charged = await db.transaction(async (tx) => {
+        await repo.closeReservation(tx, reservation.id);
+        return repo.insertUsage(tx, {
+          workspaceId: reservation.workspaceId,
+          userId: usage.userId ?? null,
+          kind: usage.kind,
+          model: usage.model,
+          inputTokens: usage.inputTokens ?? 0,
+          outputTokens: usage.outputTokens ?? 0,
+          seconds: usage.seconds ?? 0,
+          costUsd,
+          referenceId: usage.referenceId,
+        });
+      });
+      return charged ? costUsd : 0;
+    },
+
+    /** Frees a reservation without charging (the call failed before using anything). */
+    async release(reservation: Reservation): Promise<void> {
+      await repo.closeReservation(db, reservation.id);
+    },
+  };
+}
+
+export type CreditService = ReturnType<typeof createCreditService>;
+
+function round(value: number, digits = 6): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
