@@ -47,6 +47,27 @@ export interface ServiceMetrics {
   urlRefused(reason: string): void;
 }
 
+/** What a finished model call used; anything not given counts as 0. */
+export interface ModelCallUsage {
+  inputTokens?: number;
+  outputTokens?: number;
+  costUsd?: number;
+}
+
+/** Starts the clock on one model call; the returned function records it once, when it has ended. */
+export function timeModelCall(metrics: Pick<ServiceMetrics, 'modelCall'>, call: Pick<ModelCallRecord, 'kind' | 'provider' | 'model'>) {
+  const started = performance.now();
+  return (outcome: ModelCallOutcome, usage: ModelCallUsage = {}) =>
+    metrics.modelCall({
+      ...call,
+      outcome,
+      durationSeconds: (performance.now() - started) / 1000,
+      inputTokens: usage.inputTokens ?? 0,
+      outputTokens: usage.outputTokens ?? 0,
+      costUsd: usage.costUsd ?? 0,
+    });
+}
+
 /** Records nothing: for code built outside the composition root (unit tests of one piece). */
 export const noServiceMetrics: ServiceMetrics = {
   modelCall: () => undefined,

@@ -6,7 +6,7 @@ import { parseMediaType } from '../../platform/content-type.js';
 import { AppError } from '../../platform/errors.js';
 import { type SafeFetcher, youtubeVideoId } from '../../platform/fetch/fetcher.js';
 import { UnrecoverableJobError } from '../../platform/queue/jobs.js';
-import type { ServiceMetrics } from '../../platform/metrics.js';
+import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
 import type { JobContext, JobFailure } from '../../platform/queue/port.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
 import type { CreditService } from '../billing/index.js';
@@ -95,18 +95,7 @@ export function createIngestionService(deps: IngestionServiceDeps) {
     const reservation = await credit.admit({ workspace: workspaceId, estimate });
     let tokens = 0;
     const vectors: number[][] = [];
-    const started = performance.now();
-    const record = (outcome: 'ok' | 'error', costUsd: number) =>
-      metrics.modelCall({
-        kind: 'embedding',
-        provider: entry.provider,
-        model: entry.id,
-        outcome,
-        durationSeconds: (performance.now() - started) / 1000,
-        inputTokens: tokens,
-        outputTokens: 0,
-        costUsd,
-      });
+    const record = timeModelCall(metrics, { kind: 'embedding', provider: entry.provider, model: entry.id });
     try {
       for (let i = 0; i < texts.length; i += EMBED_BATCH) {
         const result = await embedMany({
@@ -121,7 +110,7 @@ export function createIngestionService(deps: IngestionServiceDeps) {
         vectors.push(...result.embeddings);
       }
     } catch (error) {
-      record('error', 0);
+      record('error', { inputTokens: tokens });
       await credit.release(reservation);
       throw new IngestionError('embedding_failed', 'Creating search embeddings failed. Please try again later.', {
         cause: error,
@@ -136,7 +125,7 @@ export function createIngestionService(deps: IngestionServiceDeps) {
       // One charge per task, however often its job runs (a re-run after a crash settles nothing new).
       referenceId: `embedding:${taskId}`,
     };
-    record('ok', credit.costOf(usage));
+    record('ok', { inputTokens: tokens, costUsd: credit.costOf(usage) });
     await credit.settle(reservation, usage);
     if (vectors.some((v) => v.length !== EMBEDDING_DIMENSIONS)) {
       throw new IngestionError(

@@ -9,7 +9,7 @@ import type { CreditService } from '../billing/index.js';
 import { EMBEDDING_DIMENSIONS } from '../documents/index.js';
 import type { ModelRegistry } from '../models/index.js';
 import { chatHasKnowledge } from './knowledge-bases.repo.js';
-import type { ServiceMetrics } from '../../platform/metrics.js';
+import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
 
 /** Candidates each retriever contributes before fusion. */
 const CANDIDATES = 30;
@@ -102,18 +102,7 @@ export function createKnowledgeSearch(deps: {
     try {
       const { model, entry } = modelRegistry.embeddingModel(config.EMBEDDING_MODEL);
       const reservation = await credit.admit({ workspace: workspaceId, estimate: (query.length / 4) * (entry.input_price_per_million / 1e6) });
-      const started = performance.now();
-      const record = (outcome: 'ok' | 'error', inputTokens: number, costUsd: number) =>
-        metrics.modelCall({
-          kind: 'embedding',
-          provider: entry.provider,
-          model: entry.id,
-          outcome,
-          durationSeconds: (performance.now() - started) / 1000,
-          inputTokens,
-          outputTokens: 0,
-          costUsd,
-        });
+      const record = timeModelCall(metrics, { kind: 'embedding', provider: entry.provider, model: entry.id });
       const result = await embed({
         model,
         value: query,
@@ -124,12 +113,12 @@ export function createKnowledgeSearch(deps: {
           google: { outputDimensionality: EMBEDDING_DIMENSIONS },
         },
       }).catch(async (error: unknown) => {
-        record('error', 0, 0);
+        record('error');
         await credit.release(reservation);
         throw error;
       });
       const usage = { kind: 'embedding' as const, model: entry.id, inputTokens: result.usage.tokens, referenceId: `search:${randomUUID()}` };
-      record('ok', usage.inputTokens, credit.costOf(usage));
+      record('ok', { inputTokens: usage.inputTokens, costUsd: credit.costOf(usage) });
       await credit.settle(reservation, usage);
       return result.embedding.length === EMBEDDING_DIMENSIONS ? result.embedding : null;
     } catch (error) {

@@ -19,7 +19,7 @@ import {
   type ProviderOptions,
 } from '../models/index.js';
 import { type ModelCatalog, tokenCost } from '../models/index.js';
-import type { ServiceMetrics } from '../../platform/metrics.js';
+import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
 import type { ChatModel } from '../models/index.js';
 import { type ModelRegistry, parseModelSpec, type ResolvedTranscriptionModel } from '../models/index.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
@@ -147,18 +147,7 @@ export function createSpeechService(deps: SpeechServiceDeps) {
     // The OpenAI API (and servers speaking it) take the hint; other providers have no such option.
     if (language && providerOptions.openai) providerOptions = { ...providerOptions, openai: { ...providerOptions.openai, language } };
     let result: { text: string; language?: string; durationInSeconds?: number; segments: Array<{ text: string; startSecond: number; endSecond: number }> };
-    const started = performance.now();
-    const record = (outcome: 'ok' | 'error', costUsd: number) =>
-      metrics.modelCall({
-        kind: 'transcription',
-        provider: entry.provider,
-        model: entry.id,
-        outcome,
-        durationSeconds: (performance.now() - started) / 1000,
-        inputTokens: 0,
-        outputTokens: 0,
-        costUsd,
-      });
+    const record = timeModelCall(metrics, { kind: 'transcription', provider: entry.provider, model: entry.id });
     try {
       result = await transcribe({ model, audio, providerOptions, maxRetries: 1 });
     } catch (error) {
@@ -166,13 +155,13 @@ export function createSpeechService(deps: SpeechServiceDeps) {
         // Silence: the provider answered with no text. That is a transcript, not a failure.
         result = { text: '', segments: [] };
       } else {
-        record('error', 0);
+        record('error');
         log.error({ err: error, model: entry.id, workspaceId: meta.workspaceId }, 'transcription failed');
         throw speechErrors.transcriptionFailed();
       }
     }
     const seconds = round3(result.durationInSeconds ?? estimateSeconds(audio, format));
-    record('ok', (seconds / 60) * entry.price_per_minute);
+    record('ok', { costUsd: (seconds / 60) * entry.price_per_minute });
     await credit.settle(reservation, {
       kind: 'transcription',
       model: entry.id,
@@ -286,18 +275,7 @@ export function createSpeechService(deps: SpeechServiceDeps) {
         estimate: tokenCost(model, promptTokens, call.settings.maxOutputTokens),
       });
       let result;
-      const started = performance.now();
-      const record = (outcome: 'ok' | 'error', inputTokens: number, outputTokens: number) =>
-        metrics.modelCall({
-          kind: 'translation',
-          provider: model.provider,
-          model: model.id,
-          outcome,
-          durationSeconds: (performance.now() - started) / 1000,
-          inputTokens,
-          outputTokens,
-          costUsd: tokenCost(model, inputTokens, outputTokens),
-        });
+      const record = timeModelCall(metrics, { kind: 'translation', provider: model.provider, model: model.id });
       try {
         result = await generateText({
           model: languageModel,
@@ -308,14 +286,14 @@ export function createSpeechService(deps: SpeechServiceDeps) {
           maxRetries: 1,
         });
       } catch (error) {
-        record('error', 0, 0);
+        record('error');
         await credit.release(reservation);
         log.error({ err: error, model: model.id, workspaceId: access.workspace.id }, 'translation failed');
         throw speechErrors.translationFailed();
       }
       const inputTokens = result.usage.inputTokens ?? promptTokens;
       const outputTokens = result.usage.outputTokens ?? estimateTokens(result.text);
-      record('ok', inputTokens, outputTokens);
+      record('ok', { inputTokens, outputTokens, costUsd: tokenCost(model, inputTokens, outputTokens) });
       await credit.settle(reservation, {
         kind: 'translation',
         model: model.id,
