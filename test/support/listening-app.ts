@@ -1,19 +1,7 @@
-import { createServer } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 import type { TestOverrides } from './app.js';
 import { type ChatTestApp, useChatTestApp } from './chat.js';
-
-/** A free TCP port on 127.0.0.1 (asked of the OS, then released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from './redis-server.js';
 
 export interface ListeningChatApp extends ChatTestApp {
   /** `http://127.0.0.1:PORT`: where the app listens, and its PUBLIC_BASE_URL (so signed upload URLs point at it). */
