@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/support/app.js';
+import { truncateAll } from '../../test/support/db.js';
 import { startTestS3, type TestS3 } from '../../test/support/s3.js';
 import { loadConfig } from '../config/env.js';
 import { testRedisUrl } from '../../test/support/redis.js';
@@ -17,6 +18,8 @@ describe('an API process without a worker', () => {
       {},
       { startWorker: false },
     );
+    // The database is shared with the test files this worker ran before: start from no jobs.
+    await truncateAll(t.database);
   });
   afterAll(async () => {
     await t.close();
@@ -41,7 +44,7 @@ describe('an API process without a worker', () => {
     expect(ready.statusCode).toBe(200);
     expect(ready.json().checks.workers).toBe('ok');
     // The task id named no task: the job completes without doing anything.
-    const [row] = await t.deps.database.db.select().from(backgroundJobs);
+    const [row] = await t.deps.database.db.select().from(backgroundJobs).where(eq(backgroundJobs.id, job.id));
     expect(row).toMatchObject({ id: job.id, state: 'done' });
   });
 });
