@@ -5,13 +5,16 @@ import type { MailMessage } from '../../platform/mail/port.js';
  * uid and token spelled out for the API call, as the password-reset mail does.
  */
 
-export function activationMail(input: {
+/** A single-use token for one address, and where the browser link points. */
+interface AddressTokenMail {
   to: string;
   uid: number;
   token: string;
   expiresAt: Date;
   publicBaseUrl: string;
-}): MailMessage {
+}
+
+export function activationMail(input: AddressTokenMail): MailMessage {
   const link = `${input.publicBaseUrl}/activate/${input.uid}/${input.token}`;
   return {
     to: input.to,
@@ -26,13 +29,7 @@ export function activationMail(input: {
 }
 
 /** To the new address: the link that makes the change (the old address stands until then). */
-export function emailChangeConfirmMail(input: {
-  to: string;
-  uid: number;
-  token: string;
-  expiresAt: Date;
-  publicBaseUrl: string;
-}): MailMessage {
+export function emailChangeConfirmMail(input: AddressTokenMail): MailMessage {
   const link = `${input.publicBaseUrl}/email/confirm/${input.uid}/${input.token}`;
   return {
     to: input.to,
