@@ -3,7 +3,7 @@ import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/support/app.js';
 import { truncateAll } from '../../test/support/db.js';
-import { startTestS3, type TestS3 } from '../../test/support/s3.js';
+import { s3StorageEnv, startTestS3, type TestS3 } from '../../test/support/s3.js';
 import { loadConfig } from '../config/env.js';
 import { testRedisUrl } from '../../test/support/redis.js';
 import { backgroundJobs } from './queue/jobs.table.js';
@@ -90,12 +90,7 @@ describe('S3 storage and SMTP configured', () => {
   beforeAll(async () => {
     s3 = await startTestS3();
     t = await createTestApp({
-      STORAGE_BACKEND: 's3',
-      S3_ENDPOINT: s3.endpoint,
-      S3_BUCKET: s3.bucket,
-      S3_ACCESS_KEY_ID: s3.accessKeyId,
-      S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-      S3_FORCE_PATH_STYLE: 'true',
+      ...s3StorageEnv(s3),
       SMTP_URL: 'smtp://127.0.0.1:2525',
     });
   });

@@ -16,6 +16,18 @@ export interface TestS3 {
   close(): Promise<void>;
 }
 
+/** The service settings that point the s3 storage backend at a test server. */
+export function s3StorageEnv(s3: TestS3): Record<string, string> {
+  return {
+    STORAGE_BACKEND: 's3',
+    S3_ENDPOINT: s3.endpoint,
+    S3_BUCKET: s3.bucket,
+    S3_ACCESS_KEY_ID: s3.accessKeyId,
+    S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    S3_FORCE_PATH_STYLE: 'true',
+  };
+}
+
 // s3rver's fixed development credentials.
 const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 const region = 'us-east-1';

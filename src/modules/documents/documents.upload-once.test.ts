@@ -5,7 +5,7 @@ import { createTestApp, type TestApp } from '../../../test/support/app.js';
 import { docsBase, LIFTED_THROTTLES, putToSignedUrl, startUpload, type UploadGrant } from '../../../test/support/documents.js';
 import { addMember, newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
 import { truncateAll } from '../../../test/support/db.js';
-import { startTestS3, type TestS3 } from '../../../test/support/s3.js';
+import { s3StorageEnv, startTestS3, type TestS3 } from '../../../test/support/s3.js';
 import { uploadKeyOf } from './documents.service.js';
 import { documents, ingestionTasks } from './documents.table.js';
 
@@ -48,12 +48,7 @@ async function s3Backend(): Promise<Backend> {
   const s3: TestS3 = await startTestS3();
   const t = await createTestApp({
     ...LIFTED_THROTTLES,
-    STORAGE_BACKEND: 's3',
-    S3_ENDPOINT: s3.endpoint,
-    S3_BUCKET: s3.bucket,
-    S3_ACCESS_KEY_ID: s3.accessKeyId,
-    S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-    S3_FORCE_PATH_STYLE: 'true',
+    ...s3StorageEnv(s3),
   });
   return {
     t,
