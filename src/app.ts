@@ -144,7 +144,6 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       messages: services.messages,
       maxFileBytes: Math.max(...Object.values(deps.plans).map((plan) => plan.max_file_size_bytes)),
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
-      metrics: deps.metrics.recorder,
     });
     await api.register(teamsRoutes, { teams: services.teams });
     await api.register(teamMembershipsRoutes, { teamMemberships: services.teamMemberships });

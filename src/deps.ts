@@ -279,14 +279,13 @@ function createServices(
       log: log.child({ module: 'billing' }),
     }),
     models: createModelsService({ db, catalog, planModelRules: createPlanModelRules(db, plans) }),
-    chats: createChatsService({ db, plans, catalog, credit, messagesOfChat: listMessagesOfChat }),
+    chats: createChatsService({ db, catalog, credit, messagesOfChat: listMessagesOfChat }),
     modelRegistry,
     streams,
     messages: createMessagesService({
       db,
       config,
       agentAsync: config.AGENT_ASYNC_ENABLED,
-      plans,
       catalog,
       credit,
       limiter,
@@ -318,7 +317,6 @@ function createServices(
     speech: createSpeechService({
       db,
       config,
-      plans,
       catalog,
       credit,
       limiter,

@@ -12,6 +12,6 @@
  * provider, the errors.
  */
 export { modelNotInPlan } from './billing.errors.js';
-export { type CreditService, type Reservation } from './credit/credit.service.js';
-export { planIncludesModel, type Plans } from './plan/plans.js';
+export { type Admission, type CreditService, type Reservation } from './credit/credit.service.js';
+export { type Plan, planIncludesModel, type Plans } from './plan/plans.js';
 export { createPlanModelRules, resolveBillingState } from './plan/state.js';

@@ -2,8 +2,6 @@ import type { Db } from '../../db/client.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { isUuid } from '../../platform/ids.js';
 import type { CreditService } from '../billing/index.js';
-import { modelNotInPlan, type Plans, planIncludesModel } from '../billing/index.js';
-import { resolveBillingState } from '../billing/index.js';
 import type { ModelCatalog } from '../models/index.js';
 import { findUserByEmail } from '../users/index.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
@@ -50,26 +48,28 @@ export interface ChatMessageForExport {
 
 export interface ChatsServiceDeps {
   db: Db;
-  plans: Plans;
   catalog: ModelCatalog;
   credit: CreditService;
   /** A chat's messages oldest first, for its export (messages owns them; src/deps.ts). */
   messagesOfChat: (db: Db, chatId: string) => Promise<ChatMessageForExport[]>;
 }
 
-export function createChatsService({ db, plans, catalog, credit, messagesOfChat }: ChatsServiceDeps) {
+export function createChatsService({ db, catalog, credit, messagesOfChat }: ChatsServiceDeps) {
   /**
    * A model the workspace may use now: known (400), in the plan's tiers (402
    * `model_not_in_plan`) and with credit left (402 `credit_exhausted`).
    */
   async function checkModel(access: WorkspaceAccess, modelId: string | undefined) {
-    const state = await resolveBillingState(db, plans, access.workspace);
-    const id = modelId ?? state.plan.default_model;
-    const model = catalog.chatModel(id);
-    if (!model) throw chatErrors.unknownModel(id);
-    if (!planIncludesModel(state.plan, model)) throw modelNotInPlan(id);
-    await credit.assertAvailable(access.workspace);
-    return model;
+    const { model } = await credit.check({
+      workspace: access.workspace,
+      model: (plan) => {
+        const id = modelId ?? plan.default_model;
+        const found = catalog.chatModel(id);
+        if (!found) throw chatErrors.unknownModel(id);
+        return found;
+      },
+    });
+    return model!;
   }
 
   return {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
 import type { SQL } from 'drizzle-orm';
 import type { Db, DbOrTx } from '../../db/client.js';
+import { AppError } from '../../platform/errors.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { throttle } from '../../platform/ratelimit/rates.js';
@@ -10,7 +11,7 @@ import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
 import type { JobsFor } from '../../platform/queue/jobs.js';
 import type { CreditService } from '../billing/index.js';
-import type { Plans } from '../billing/index.js';
+import type { Plan, Plans } from '../billing/index.js';
 import { resolveBillingState } from '../billing/index.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
 import { isOwnerOrAdmin } from '../workspaces/index.js';
@@ -118,8 +119,12 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
    * Checks the plan's document and storage limits and inserts the document while the workspace
    * row is locked, so concurrent uploads cannot together pass a limit each passes alone.
    */
-  async function insertWithinLimits(access: WorkspaceAccess, values: Parameters<typeof repo.insertDocument>[1], kbIds: string[]) {
-    const { plan } = await resolveBillingState(db, plans, access.workspace);
+  async function insertWithinLimits(
+    access: WorkspaceAccess,
+    plan: Plan,
+    values: Parameters<typeof repo.insertDocument>[1],
+    kbIds: string[],
+  ) {
     return db.transaction(async (tx) => {
       await lockWorkspace(tx, access.workspace.id);
       const usage = await repo.workspaceUsage(tx, access.workspace.id);
@@ -201,6 +206,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       const id = newId();
       const document = await insertWithinLimits(
         access,
+        plan,
         {
           id,
           workspaceId,
@@ -242,9 +248,15 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
         throw error;
       };
       if (stored.size !== document.size) await discard(documentErrors.sizeMismatch(document.size, stored.size));
-      const { plan } = await resolveBillingState(db, plans, access.workspace);
-      if (stored.size > plan.max_file_size_bytes) await discard(documentErrors.fileTooLarge(plan.max_file_size_bytes));
-      await credit.assertAvailable(access.workspace);
+      // One read of the billing state: the plan's file size (the upload is discarded), then credit.
+      const { plan } = await credit
+        .check({
+          workspace: access.workspace,
+          refuseByPlan: (plan) => {
+            if (stored.size > plan.max_file_size_bytes) throw documentErrors.fileTooLarge(plan.max_file_size_bytes);
+          },
+        })
+        .catch((error: unknown) => (error instanceof AppError && error.code === 'file_too_large' ? discard(error) : Promise.reject(error)));
       const claim = await db.transaction(async (tx) => {
         await lockWorkspace(tx, workspaceId);
         const usage = await repo.workspaceUsage(tx, workspaceId);
@@ -300,7 +312,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       if (document.sourceKind === 'upload' && !document.storedAt) throw documentErrors.uploadMissing();
       // Re-extracting and re-embedding costs what an upload does: the same throttle and scope.
       await throttle(limiter, 'document_uploads', userId, config.THROTTLE_DOCUMENT_UPLOADS);
-      await credit.assertAvailable(access.workspace);
+      await credit.check({ workspace: access.workspace });
       const task = await queueIngestion(document.id);
       return { processing_status: 'pending' as const, task: toTaskOut(task) };
     },
@@ -325,10 +337,11 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       const url = urls.assertAllowed(input.url);
       const kind = urls.classify(url);
       const kbIds = await writableKbIds(access, input.knowledge_base_ids);
-      await credit.assertAvailable(access.workspace);
+      const { plan } = await credit.check({ workspace: access.workspace });
       const id = newId();
       const document = await insertWithinLimits(
         access,
+        plan,
         {
           id,
           workspaceId,

@@ -577,4 +577,15 @@ describe('attachments', () => {
     expect(storedFiles(w)).toHaveLength(0);
     expect(await messageRows(t, w.chat.id)).toHaveLength(0);
   });
+
+  it('the billing gate runs before any file is read: with the credit used up, even an oversized file gets credit_exhausted', async () => {
+    const w = await chatWorld(t);
+    await recordUsage(t, w.ws.id, 5);
+    const big = Buffer.alloc(t.deps.plans.free.max_file_size_bytes + 1, 0x61);
+    const res = await t.request('POST', `${w.base}stream/`, { as: w.alice, body: form('Big', [{ name: 'big.txt', type: 'text/plain', data: big }]) });
+    expect(res.statusCode).toBe(402);
+    expect(res.json().code).toBe('credit_exhausted');
+    expect(storedFiles(w)).toHaveLength(0);
+    expect(await messageRows(t, w.chat.id)).toHaveLength(0);
+  });
 });

@@ -2,9 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { currentUser } from '../../platform/auth.js';
-import { SERVICE_UNAVAILABLE_DETAIL, ValidationError } from '../../platform/errors.js';
+import { ValidationError } from '../../platform/errors.js';
 import { faultLogFields } from '../../platform/faults.js';
-import type { ServiceMetrics } from '../../platform/metrics.js';
 import { formParts, registerMultipart } from '../../platform/multipart.js';
 import { pageQuery, paginated, toPage } from '../../platform/pagination.js';
 import { openEventStream } from '../../platform/sse.js';
@@ -27,13 +26,8 @@ import {
   taskPathParams,
   updateMessageBody,
 } from './messages.schemas.js';
-import {
-  doneEventData,
-  isModelFailure,
-  type MessagesService,
-  replyFailureDetail,
-  type PreparedTurn,
-} from './messages.service.js';
+import { type MessagesService, replyFailureDetail, type TurnEventSink } from './messages.service.js';
+import type { MessageOut } from './messages.schemas.js';
 
 const tags = ['messages'];
 const base = '/api/workspaces/:ws/chats/:session/messages';
@@ -43,8 +37,6 @@ export interface MessagesRoutesOptions {
   /** Largest attachment any plan allows; the plan's own limit is enforced per file. */
   maxFileBytes: number;
   heartbeatMs: number;
-  /** Open event streams and clients that left before the end. */
-  metrics: Pick<ServiceMetrics, 'streamOpened' | 'clientDisconnected'>;
 }
 
 function requireBody<T>(body: T | null | undefined): T {
@@ -64,43 +56,19 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
   await registerMultipart(app, { files: MAX_FILES_PER_MESSAGE, fileSize: options.maxFileBytes, fields: 10, fieldSize: MAX_MESSAGE_CHARS * 4 });
 
   /**
-   * Streams a prepared turn as server-sent events. Everything that can be refused was refused
-   * before this point as a JSON error; from here on failures are `error` events.
+   * The event stream of a streamed turn, opened by the service once every refusal was answered
+   * as JSON; none for a client that does not accept an event stream (rule 8: the saved reply, 201).
    */
-  async function streamTurn(request: FastifyRequest, reply: FastifyReply, turn: PreparedTurn) {
-    if (!wantsEventStream(request)) return reply.code(201).send(await messages.replyTo(turn));
-    const stream = openEventStream(reply, { headers: { 'X-Stream-Id': turn.streamId }, heartbeatMs: options.heartbeatMs });
-    const closed = options.metrics.streamOpened();
-    // Every event is numbered and buffered, so a client that loses the connection can reattach
-    // (GET stream/{stream_id}/); generation goes on whether or not this client stays.
-    const recorder = messages.recordStream(turn);
-    const send = (event: string, data: unknown) => {
-      const recorded = recorder.record(event, data);
-      stream.sendEncoded(recorded.event, recorded.data, recorded.id);
+  function eventSink(request: FastifyRequest, reply: FastifyReply): TurnEventSink | undefined {
+    if (!wantsEventStream(request)) return undefined;
+    return {
+      log: request.log,
+      open: (streamId) => openEventStream(reply, { headers: { 'X-Stream-Id': streamId }, heartbeatMs: options.heartbeatMs }),
     };
-    try {
-      const result = await messages.runTurn(turn, (event) => {
-        if (event.type === 'delta') send('delta', { text: event.text });
-        else send('tool', { id: event.id, name: event.name, status: event.status });
-      });
-      send('done', doneEventData(result.reply));
-    } catch (error) {
-      // The model's failure was logged by the service; a dependency fault is logged without the
-      // SQL (faultLogFields), anything else in full.
-      const detail = replyFailureDetail(error);
-      if (detail === SERVICE_UNAVAILABLE_DETAIL) request.log.warn(faultLogFields(error), 'streaming reply failed: dependency unavailable');
-      else if (!isModelFailure(error)) request.log.error({ err: error }, 'streaming reply failed');
-      send('error', { detail });
-    } finally {
-      // Closed before we ended it: the client went away (the reply was still generated and saved).
-      if (stream.closed) options.metrics.clientDisconnected();
-      // The end reaches the buffer before this client sees the stream end.
-      await recorder.flush();
-      stream.end();
-      closed();
-    }
-    return reply;
   }
+
+  /** 201 with the saved reply, or nothing more when it went out as events. */
+  const answered = (reply: FastifyReply, saved: MessageOut | undefined) => (saved ? reply.code(201).send(saved) : reply);
 
   // A multipart request reaches validation with a null body (its parts are read in the handler).
   const sendSchema = { tags, params: chatPathParams, body: sendBody.nullish(), consumes: ['application/json', 'multipart/form-data'] };
@@ -108,8 +76,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
   app.post(`${base}/stream/`, { schema: { ...sendSchema, response: { 201: messageOut } } }, async (request, reply) => {
     const { ws, session } = request.params;
     const input = request.isMultipart() ? formParts(request) : requireBody(request.body);
-    const turn = await messages.prepareSend(currentUser(request).id, ws, session, input);
-    return streamTurn(request, reply, turn);
+    return answered(reply, await messages.streamSend(currentUser(request).id, ws, session, input, eventSink(request, reply)));
   });
 
   app.post(
@@ -162,8 +129,8 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     async (request, reply) => {
       const { ws, session } = request.params;
       const { user_message_id, stream_id } = request.body;
-      const turn = await messages.prepareRegenerate(currentUser(request).id, ws, session, user_message_id, stream_id);
-      return streamTurn(request, reply, turn);
+      const sink = eventSink(request, reply);
+      return answered(reply, await messages.streamRegenerate(currentUser(request).id, ws, session, user_message_id, stream_id, sink));
     },
   );
 
@@ -173,8 +140,8 @@ export const messagesRoutes: FastifyPluginAsyncZod<MessagesRoutesOptions> = asyn
     async (request, reply) => {
       const { ws, session, id } = request.params;
       const { content, stream_id } = request.body;
-      const turn = await messages.prepareEdit(currentUser(request).id, ws, session, id, content, stream_id);
-      return streamTurn(request, reply, turn);
+      const sink = eventSink(request, reply);
+      return answered(reply, await messages.streamEdit(currentUser(request).id, ws, session, id, content, stream_id, sink));
     },
   );
 

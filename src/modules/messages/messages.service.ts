@@ -13,9 +13,7 @@ import { throttle } from '../../platform/ratelimit/rates.js';
 import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
 import type { KnowledgeSearch } from '../agents/index.js';
-import type { CreditService } from '../billing/index.js';
-import type { Plans } from '../billing/index.js';
-import { resolveBillingState } from '../billing/index.js';
+import type { CreditService, Reservation } from '../billing/index.js';
 import { type ChatAccess, loadChat } from '../chats/index.js';
 import { chatErrors } from '../chats/index.js';
 import { findChatById } from '../chats/index.js';
@@ -31,22 +29,30 @@ import * as repo from './messages.repo.js';
 import { type AgentTaskOut, type MessageOut, sendBody, type SendInput } from './messages.schemas.js';
 import type { StreamControl } from './stream-control.js';
 import type { EventBuffer } from '../../platform/event-buffer/port.js';
-import { createStreamRecorder, streamBufferKey } from './stream-replay.js';
 import { toMessageOut } from './messages.mapper.js';
 import { GENERIC_MODEL_FAILURE, messageErrors } from './messages.errors.js';
-import type { PreparedTurn, SendOutcome } from './turn.js';
+import type { PreparedTurn, SendOutcome, TurnEventSink } from './turn.js';
+import { createTurnStreamer } from './turn.stream.js';
+import type { BuiltCallSettings, ChatLanguageModel, ChatModel } from '../models/index.js';
 import { createTurnRunner, estimateTokens } from './turn.run.js';
 import { createReattach } from './reattach.js';
 
 export { doneEventData, toMessageOut } from './messages.mapper.js';
 export { GENERIC_MODEL_FAILURE, GENERIC_REPLY_FAILURE, isModelFailure, messageErrors, replyFailureDetail } from './messages.errors.js';
-export type { GenerationResult, PreparedTurn, SendOutcome } from './turn.js';
+export type { GenerationResult, PreparedTurn, SendOutcome, TurnEventSink, TurnEventStream } from './turn.js';
+
+/** What the billing gate let through for a turn: the model, resolved, with its call settings, and the credit held. */
+interface Admitted {
+  model: ChatModel;
+  languageModel: ChatLanguageModel;
+  call: BuiltCallSettings;
+  reservation: Reservation;
+}
 export interface MessagesServiceDeps {
   db: Db;
   config: Pick<Config, 'THROTTLE_CHAT_MESSAGES'>;
   /** AGENT_ASYNC_ENABLED: a JSON send queues its reply as an agent task (202) instead of waiting for it. */
   agentAsync: boolean;
-  plans: Plans;
   catalog: ModelCatalog;
   credit: CreditService;
   limiter: RateLimiter;
@@ -59,28 +65,32 @@ export interface MessagesServiceDeps {
   /** Records the background reply of an agent task in the task's own transaction. */
   jobs: JobsFor<{ 'chat.agent-reply': { taskId: string } }>;
   log: Logger;
-  metrics: Pick<ServiceMetrics, 'modelCall' | 'streamStopped'>;
+  metrics: Pick<ServiceMetrics, 'modelCall' | 'streamStopped' | 'streamOpened' | 'clientDisconnected'>;
 }
 
 export function createMessagesService(deps: MessagesServiceDeps) {
-  const { db, config, agentAsync, plans, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, jobs, log, metrics } = deps;
+  const { db, config, agentAsync, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, jobs, log, metrics } = deps;
 
-  /** Plan, provider and credit checks shared by every model-calling endpoint. */
-  async function admitModelCall(access: ChatAccess, estimateText: string) {
+  /**
+   * Phase one's checks for every turn: the per-user throttle, then the billing gate (archived,
+   * plan, credit) on one read of the billing state. The model is resolved (an unconfigured
+   * provider is a JSON error before anything streams) and its call settings built here, once.
+   */
+  async function admitTurn(access: ChatAccess, userId: number, estimateText: string): Promise<Admitted> {
+    await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
+    return admitModelCall(access, estimateText);
+  }
+
+  async function admitModelCall(access: ChatAccess, estimateText: string): Promise<Admitted> {
     const model = catalog.chatModel(access.chat.aiModel);
     if (!model) throw chatErrors.unknownModel(access.chat.aiModel);
-    // Resolving the model now turns an unconfigured provider into a JSON error before streaming.
-    modelRegistry.languageModel(model.id);
-    const { settings } = buildCallSettings(model, {
-      temperature: access.chat.temperature,
-      model_parameters: access.chat.modelParameters,
-    });
+    const languageModel = modelRegistry.languageModel(model.id);
+    const call = buildCallSettings(model, { temperature: access.chat.temperature, model_parameters: access.chat.modelParameters });
     const estimate =
-      (estimateTokens(estimateText) * model.input_price_per_million + settings.maxOutputTokens * model.output_price_per_million) /
+      (estimateTokens(estimateText) * model.input_price_per_million + call.settings.maxOutputTokens * model.output_price_per_million) /
       1_000_000;
-    // The billing gate: plan inclusion and credit, on one read of the billing state.
     const reservation = await credit.admit({ workspace: access.workspace.workspace, model, estimate });
-    return { model, reservation };
+    return { model, languageModel, call, reservation };
   }
 
   async function loadMessage(access: ChatAccess, messageId: string) {
@@ -89,29 +99,98 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     return message;
   }
 
+  /** Stores (or reads) the user message of an admitted turn; the held credit goes back if that fails. */
   async function prepareTurn(
     access: ChatAccess,
     userId: number,
+    admitted: Admitted,
     userMessage: () => Promise<repo.MessageRow>,
-    estimateText: string,
     streamId: string | undefined,
-    options: { throttled?: boolean } = {},
   ): Promise<PreparedTurn> {
-    if (!options.throttled) await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
-    const { model, reservation } = await admitModelCall(access, estimateText);
     try {
-      return { access, userId, model, reservation, userMessage: await userMessage(), streamId: streamId ?? randomUUID() };
+      return { access, userId, ...admitted, userMessage: await userMessage(), streamId: streamId ?? randomUUID() };
     } catch (error) {
-      await credit.release(reservation);
+      await credit.release(admitted.reservation);
       throw error;
     }
   }
 
-  const runTurn = createTurnRunner({ db, credit, storage, modelRegistry, knowledge, streams, log, metrics });
+  /** A new user message under the newest reply. */
+  const insertUserMessage = (chatId: string, userId: number, content: string, attachments: MessageAttachment[]) => async () => {
+    const parent = await repo.findNewestReply(db, chatId);
+    return repo.insertMessage(db, { sessionId: chatId, role: 'user', content, authorId: userId, parentId: parent?.id ?? null, attachments });
+  };
+
+  /**
+   * Phase one of a send (JSON or multipart). A multipart send passes every check before a file is
+   * stored: its text may come after its files, so the credit held for it is estimated from the
+   * reply alone (the charge is the real usage either way), and its files are measured against the
+   * plan the gate read.
+   */
+  async function prepareSend(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<FormPart>) {
+    const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+    if (!(Symbol.asyncIterator in input)) {
+      if (!input.content.trim()) throw messageErrors.emptyMessage();
+      const admitted = await admitTurn(access, userId, input.content);
+      return prepareTurn(access, userId, admitted, insertUserMessage(chatId, userId, input.content, []), input.stream_id);
+    }
+    const admitted = await admitTurn(access, userId, '');
+    let attachments: MessageAttachment[] = [];
+    try {
+      const received = await receiveParts(input, {
+        storage,
+        keyPrefix: `workspaces/${workspaceId}/chats/${chatId}/attachments`,
+        maxFileBytes: admitted.reservation.plan.max_file_size_bytes,
+      });
+      attachments = received.attachments;
+      const parsed = sendBody.safeParse(received.fields);
+      if (!parsed.success) throw new ValidationError('Invalid input in body.', fieldErrorsOf(parsed.error.issues));
+      const body = parsed.data;
+      if (!body.content.trim() && attachments.length === 0) throw messageErrors.emptyMessage();
+      return await prepareTurn(access, userId, admitted, insertUserMessage(chatId, userId, body.content, attachments), body.stream_id);
+    } catch (error) {
+      await Promise.allSettled(attachments.map((a) => storage.delete(a.storage_key)));
+      await credit.release(admitted.reservation);
+      throw error;
+    }
+  }
+
+  /** Phase one of a regenerate: another reply to a user message, as a new branch. */
+  async function prepareRegenerate(userId: number, workspaceId: string, chatId: string, userMessageId: string, streamId?: string) {
+    const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+    const message = await loadMessage(access, userMessageId);
+    if (message.role !== 'user') throw messageErrors.notUserMessage('user_message_id');
+    if (!canRegenerate(message, userId, access.chat.ownerId)) throw messageErrors.cannotRegenerate();
+    return prepareTurn(access, userId, await admitTurn(access, userId, message.content), async () => message, streamId);
+  }
+
+  /** Phase one of an edit: the user message changed (author only), to be answered again as a new branch. */
+  async function prepareEdit(userId: number, workspaceId: string, chatId: string, messageId: string, content: string, streamId?: string) {
+    const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+    const message = await loadMessage(access, messageId);
+    if (!canEditMessage(message, userId)) {
+      throw message.role === 'user' ? messageErrors.notAuthor() : messageErrors.notUserMessage('id');
+    }
+    if (!content.trim() && message.attachments.length === 0) throw messageErrors.emptyMessage();
+    const admitted = await admitTurn(access, userId, content);
+    return prepareTurn(access, userId, admitted, () => repo.updateMessage(db, message.id, { content }), streamId);
+  }
+
+  const runTurn = createTurnRunner({ db, credit, storage, knowledge, streams, log, metrics });
+  const streamTurn = createTurnStreamer({ runTurn, eventBuffer, log, metrics });
   const reattach = createReattach({ db, eventBuffer });
 
+  /** Phase two: the reply as events on the caller's stream, or without a stream the saved reply. */
+  async function answer(turn: PreparedTurn, sink: TurnEventSink | undefined): Promise<MessageOut | undefined> {
+    if (sink) {
+      await streamTurn(turn, sink);
+      return undefined;
+    }
+    const { reply } = await runTurn(turn, () => undefined);
+    return toMessageOut(reply);
+  }
+
   const service = {
-    runTurn,
 
     /**
      * Reattaching to a stream: open to whoever may read the chat (404 otherwise, as everywhere).
@@ -120,82 +199,6 @@ export function createMessagesService(deps: MessagesServiceDeps) {
      * (no event id). Neither: 404 `stream_not_found`.
      */
     reattach,
-
-    /** Numbers a turn's events and buffers them for reattaching (see stream-replay.ts). */
-    recordStream(turn: PreparedTurn) {
-      return createStreamRecorder(eventBuffer, streamBufferKey(turn.access.chat.id, turn.streamId), log);
-    },
-
-    /** A new user message (JSON or multipart) under the newest reply, ready for the model. */
-    async prepareSend(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<FormPart>) {
-      const access = await loadChat(db, workspaceId, chatId, userId, 'write');
-      let body: SendInput;
-      let attachments: MessageAttachment[] = [];
-      const multipart = Symbol.asyncIterator in input;
-      if (multipart) {
-        // Counted before any file is stored: a throttled client uploads nothing.
-        await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
-        const state = await resolveBillingState(db, plans, access.workspace.workspace);
-        const received = await receiveParts(input, {
-          storage,
-          keyPrefix: `workspaces/${workspaceId}/chats/${chatId}/attachments`,
-          maxFileBytes: state.plan.max_file_size_bytes,
-        });
-        attachments = received.attachments;
-        const parsed = sendBody.safeParse(received.fields);
-        if (!parsed.success) {
-          await Promise.allSettled(attachments.map((a) => storage.delete(a.storage_key)));
-          throw new ValidationError('Invalid input in body.', fieldErrorsOf(parsed.error.issues));
-        }
-        body = parsed.data;
-      } else {
-        body = input;
-      }
-      if (!body.content.trim() && attachments.length === 0) throw messageErrors.emptyMessage();
-      try {
-        return await prepareTurn(
-          access,
-          userId,
-          async () => {
-            const parent = await repo.findNewestReply(db, chatId);
-            return repo.insertMessage(db, {
-              sessionId: chatId,
-              role: 'user',
-              content: body.content,
-              authorId: userId,
-              parentId: parent?.id ?? null,
-              attachments,
-            });
-          },
-          body.content,
-          body.stream_id,
-          { throttled: multipart },
-        );
-      } catch (error) {
-        await Promise.allSettled(attachments.map((a) => storage.delete(a.storage_key)));
-        throw error;
-      }
-    },
-
-    /** Another reply to a user message, as a new branch. */
-    async prepareRegenerate(userId: number, workspaceId: string, chatId: string, userMessageId: string, streamId?: string) {
-      const access = await loadChat(db, workspaceId, chatId, userId, 'write');
-      const message = await loadMessage(access, userMessageId);
-      if (message.role !== 'user') throw messageErrors.notUserMessage('user_message_id');
-      if (!canRegenerate(message, userId, access.chat.ownerId)) throw messageErrors.cannotRegenerate();
-      return prepareTurn(access, userId, async () => message, message.content, streamId);
-    },
-
-    /** Edits a user message (author only) and answers it again as a new branch. */
-    async prepareEdit(userId: number, workspaceId: string, chatId: string, messageId: string, content: string, streamId?: string) {
-      const access = await loadChat(db, workspaceId, chatId, userId, 'write');
-      const message = await loadMessage(access, messageId);
-      if (!canEditMessage(message, userId)) {
-        throw message.role === 'user' ? messageErrors.notAuthor() : messageErrors.notUserMessage('id');
-      }
-      if (!content.trim() && message.attachments.length === 0) throw messageErrors.emptyMessage();
-      return prepareTurn(access, userId, () => repo.updateMessage(db, message.id, { content }), content, streamId);
-    },
 
     async list(userId: number, workspaceId: string, chatId: string, page: PageQuery): Promise<PageResult<MessageOut>> {
       const { chat } = await loadChat(db, workspaceId, chatId, userId, 'read');
@@ -296,8 +299,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
         if (!chat || task.requestedBy === null) throw chatErrors.notFound();
         const access = await loadChat(db, chat.workspaceId, chat.id, task.requestedBy, 'write');
         const userMessage = await loadMessage(access, task.userMessageId);
-        const { model, reservation } = await admitModelCall(access, userMessage.content);
-        const turn = { access, userId: task.requestedBy, model, reservation, userMessage, streamId: task.id, replyId: task.replyId };
+        const admitted = await admitModelCall(access, userMessage.content);
+        const turn = { access, userId: task.requestedBy, ...admitted, userMessage, streamId: task.id, replyId: task.replyId };
         const { reply } = await runTurn(turn, () => undefined);
         await repo.updateAgentTask(db, taskId, { status: 'SUCCESS', messageId: reply.id, error: null });
       } catch (error) {
@@ -327,27 +330,35 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     },
   };
 
-  /** Phase two for a JSON answer: the saved reply. */
-  async function replyTo(turn: PreparedTurn): Promise<MessageOut> {
-    const { reply } = await runTurn(turn, () => undefined);
-    return toMessageOut(reply);
-  }
-
   return {
     ...service,
-    replyTo,
+
+    /**
+     * The streamed endpoints, one call each: phase one (every refusal a JSON error), then the
+     * reply as events on `sink`'s stream, or, for a client that does not accept an event stream
+     * (rule 8), the saved reply.
+     */
+    async streamSend(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<FormPart>, sink?: TurnEventSink) {
+      return answer(await prepareSend(userId, workspaceId, chatId, input), sink);
+    },
+    async streamRegenerate(userId: number, workspaceId: string, chatId: string, userMessageId: string, streamId?: string, sink?: TurnEventSink) {
+      return answer(await prepareRegenerate(userId, workspaceId, chatId, userMessageId, streamId), sink);
+    },
+    async streamEdit(userId: number, workspaceId: string, chatId: string, messageId: string, content: string, streamId?: string, sink?: TurnEventSink) {
+      return answer(await prepareEdit(userId, workspaceId, chatId, messageId, content, streamId), sink);
+    },
 
     /** A JSON send: the reply (201), or, with AGENT_ASYNC_ENABLED, the user message and its queued agent task (202). */
     async send(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<FormPart>): Promise<SendOutcome> {
-      const turn = await service.prepareSend(userId, workspaceId, chatId, input);
-      if (!agentAsync) return { status: 'replied', message: await replyTo(turn) };
+      const turn = await prepareSend(userId, workspaceId, chatId, input);
+      if (!agentAsync) return { status: 'replied', message: (await answer(turn, undefined))! };
       const task = await service.queueTurn(turn);
       return { status: 'queued', message: toMessageOut(turn.userMessage), agentTaskId: task.id };
     },
 
     /** A JSON regenerate: the new reply. */
     async regenerate(userId: number, workspaceId: string, chatId: string, userMessageId: string): Promise<MessageOut> {
-      return replyTo(await service.prepareRegenerate(userId, workspaceId, chatId, userMessageId));
+      return (await answer(await prepareRegenerate(userId, workspaceId, chatId, userMessageId), undefined))!;
     },
   };
 }

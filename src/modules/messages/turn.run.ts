@@ -11,9 +11,7 @@ import { agentFramework, ModelCallError } from '../agents/index.js';
 import type { KnowledgeSearch } from '../agents/index.js';
 import type { CreditService } from '../billing/index.js';
 import { touchChat } from '../chats/index.js';
-import { buildCallSettings } from '../models/index.js';
 import type { ChatModel } from '../models/index.js';
-import type { ModelRegistry } from '../models/index.js';
 import { attachmentToParts } from './attachments.js';
 import * as repo from './messages.repo.js';
 import type { StreamControl } from './stream-control.js';
@@ -39,7 +37,6 @@ export interface TurnRunnerDeps {
   db: Db;
   credit: CreditService;
   storage: ObjectStorage;
-  modelRegistry: ModelRegistry;
   knowledge: KnowledgeSearch;
   streams: StreamControl;
   log: Logger;
@@ -48,7 +45,7 @@ export interface TurnRunnerDeps {
 
 /** Phase two of a turn: the model call, its events, the saved reply and the settled credit. */
 export function createTurnRunner(deps: TurnRunnerDeps) {
-  const { db, credit, storage, modelRegistry, knowledge, streams, log, metrics } = deps;
+  const { db, credit, storage, knowledge, streams, log, metrics } = deps;
 
   async function toModelMessages(path: repo.MessageRow[], model: ChatModel): Promise<ModelMessage[]> {
     const result: ModelMessage[] = [];
@@ -126,10 +123,10 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
             },
             async (span) => {
               const result = await framework.run({
-                model: modelRegistry.languageModel(model.id),
+                model: turn.languageModel,
                 system: chat.systemPrompt || undefined,
                 messages,
-                call: buildCallSettings(model, { temperature: chat.temperature, model_parameters: chat.modelParameters }),
+                call: turn.call,
                 abortSignal: signal,
                 query: userMessage.content,
                 searchKnowledge: hasKnowledge

@@ -1,8 +1,9 @@
 /** The two phases of a turn: what `prepare*` hands to `runTurn`, and what comes back. */
+import type { Logger } from 'pino';
 import type { Reservation } from '../billing/index.js';
 import { type ChatAccess } from '../chats/index.js';
 import type { MessageUsage } from './messages.table.js';
-import type { ChatModel } from '../models/index.js';
+import type { BuiltCallSettings, ChatLanguageModel, ChatModel } from '../models/index.js';
 import type * as repo from './messages.repo.js';
 import { type MessageOut } from './messages.schemas.js';
 
@@ -15,6 +16,9 @@ export interface PreparedTurn {
   userId: number;
   userMessage: repo.MessageRow;
   model: ChatModel;
+  /** The model resolved and its call settings built once, when the turn was admitted. */
+  languageModel: ChatLanguageModel;
+  call: BuiltCallSettings;
   reservation: Reservation;
   streamId: string;
   /** The reply's id when it is fixed in advance (an agent task's), so that saving it twice saves it once. */
@@ -31,4 +35,22 @@ export interface GenerationResult {
   userMessage: repo.MessageRow;
   usage: MessageUsage;
   stopped: boolean;
+}
+
+/** An event stream as a streamed turn writes to it (an SSE response; platform/sse.ts). */
+export interface TurnEventStream {
+  sendEncoded(event: string, json: string, id?: number): void;
+  end(): void;
+  /** True once the client went away or the stream ended. */
+  readonly closed: boolean;
+}
+
+/**
+ * Where a streamed turn's events go. `open` is called once, after every refusal was answered as
+ * a JSON error (nothing is sent before), with the turn's stream id.
+ */
+export interface TurnEventSink {
+  open(streamId: string): TurnEventStream;
+  /** The request's logger: a failure is logged with the request's id. */
+  log: Pick<Logger, 'warn' | 'error'>;
 }

@@ -10,8 +10,7 @@ import { AppError, fieldError } from '../../platform/errors.js';
 import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import { throttle } from '../../platform/ratelimit/rates.js';
 import type { CreditService, Reservation } from '../billing/index.js';
-import type { Plans } from '../billing/index.js';
-import { resolveBillingState } from '../billing/index.js';
+import type { Plan } from '../billing/index.js';
 import {
   buildCallSettings,
   DEFAULT_MAX_OUTPUT_TOKENS,
@@ -23,7 +22,6 @@ import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
 import type { ChatModel } from '../models/index.js';
 import { type ModelRegistry, parseModelSpec, type ResolvedTranscriptionModel } from '../models/index.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
-import type { WorkspaceRow } from '../workspaces/index.js';
 import {
   type AudioFormat,
   declaredAsAudio,
@@ -67,7 +65,6 @@ export function translationSystemPrompt(target: TargetLanguage): string {
 export interface SpeechServiceDeps {
   db: Db;
   config: Pick<Config, 'TRANSCRIPTION_MODEL' | 'TRANSLATION_MODEL' | 'THROTTLE_TRANSCRIPTIONS' | 'THROTTLE_TRANSLATIONS'>;
-  plans: Plans;
   catalog: ModelCatalog;
   credit: CreditService;
   limiter: RateLimiter;
@@ -77,7 +74,7 @@ export interface SpeechServiceDeps {
 }
 
 export function createSpeechService(deps: SpeechServiceDeps) {
-  const { db, config, plans, catalog, credit, limiter, modelRegistry, log, metrics } = deps;
+  const { db, config, catalog, credit, limiter, modelRegistry, log, metrics } = deps;
 
   function transcriptionModel(): ResolvedTranscriptionModel {
     if (config.TRANSCRIPTION_MODEL) return modelRegistry.transcriptionModel(config.TRANSCRIPTION_MODEL);
@@ -179,19 +176,26 @@ export function createSpeechService(deps: SpeechServiceDeps) {
     return out;
   }
 
-  /** The model for translations: the operator's TRANSLATION_MODEL, else the plan's default (which must be in the plan). */
-  async function translationModel(workspace: WorkspaceRow): Promise<ChatModel> {
+  /**
+   * The model for translations: the operator's TRANSLATION_MODEL (for every workspace, whatever
+   * the plan's tiers), else the plan's default, picked by the billing gate on its one read of
+   * the plan (and then subject to the plan rule).
+   */
+  function translationModel(): ChatModel | ((plan: Plan) => ChatModel) {
     const spec = config.TRANSLATION_MODEL;
     if (spec) {
       const { provider, modelId } = parseModelSpec(spec);
       const model = catalog.chatModel(modelId);
       if (!model || model.provider !== provider) throw speechErrors.translationModelInvalid(spec);
-      return model; // an operator's choice for every workspace, whatever the plan's tiers
+      modelRegistry.languageModel(model.id); // an unconfigured provider is refused before credit is held
+      return model;
     }
-    const state = await resolveBillingState(db, plans, workspace);
-    const model = catalog.chatModel(state.plan.default_model);
-    if (!model) throw speechErrors.translationModelInvalid(state.plan.default_model);
-    return model;
+    return (plan) => {
+      const model = catalog.chatModel(plan.default_model);
+      if (!model) throw speechErrors.translationModelInvalid(plan.default_model);
+      modelRegistry.languageModel(model.id);
+      return model;
+    };
   }
 
   return {
@@ -259,21 +263,26 @@ export function createSpeechService(deps: SpeechServiceDeps) {
       const target = resolveTargetLanguage(input.target_language);
       if (!target) throw speechErrors.invalidTargetLanguage();
       await throttle(limiter, 'translations', userId, config.THROTTLE_TRANSLATIONS);
-      const model = await translationModel(access.workspace);
-      const languageModel = modelRegistry.languageModel(model.id);
       const system = translationSystemPrompt(target);
-      // Room for the whole translation (some scripts take ~3x the tokens), plus hidden reasoning when the model reasons.
-      const reasons = model.controls.reasoning_effort.length > 0 || model.controls.thinking;
-      const allowance =
-        Math.max(DEFAULT_MAX_OUTPUT_TOKENS, estimateTokens(input.text) * 3) + (reasons ? DEFAULT_REASONING_MAX_OUTPUT_TOKENS : 0);
-      const call = buildCallSettings(model, { temperature: TRANSLATION_TEMPERATURE, model_parameters: { max_tokens: allowance } });
       const promptTokens = estimateTokens(system + input.text);
+      const chosen = translationModel();
+      /** Room for the whole translation (some scripts take ~3x the tokens), plus hidden reasoning when the model reasons. */
+      const callOf = (model: ChatModel) => {
+        const reasons = model.controls.reasoning_effort.length > 0 || model.controls.thinking;
+        const allowance =
+          Math.max(DEFAULT_MAX_OUTPUT_TOKENS, estimateTokens(input.text) * 3) + (reasons ? DEFAULT_REASONING_MAX_OUTPUT_TOKENS : 0);
+        return buildCallSettings(model, { temperature: TRANSLATION_TEMPERATURE, model_parameters: { max_tokens: allowance } });
+      };
       // The billing gate: the plan must include the model unless the operator chose it (TRANSLATION_MODEL).
-      const reservation = await credit.admit({
-        workspace: access.workspace,
-        model: config.TRANSLATION_MODEL ? undefined : model,
-        estimate: tokenCost(model, promptTokens, call.settings.maxOutputTokens),
-      });
+      const admission = await credit.admit<ChatModel>(
+        typeof chosen === 'function'
+          ? { workspace: access.workspace, model: chosen, estimate: (model) => tokenCost(model!, promptTokens, callOf(model!).settings.maxOutputTokens) }
+          : { workspace: access.workspace, estimate: tokenCost(chosen, promptTokens, callOf(chosen).settings.maxOutputTokens) },
+      );
+      const reservation = admission;
+      const model = admission.model ?? (chosen as ChatModel); // the operator's model is not subject to the plan rule
+      const languageModel = modelRegistry.languageModel(model.id);
+      const call = callOf(model);
       let result;
       const record = timeModelCall(metrics, { kind: 'translation', provider: model.provider, model: model.id });
       try {

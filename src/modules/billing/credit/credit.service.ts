@@ -3,7 +3,7 @@ import type { Db, DbOrTx } from '../../../db/client.js';
 import { PaymentRequiredError } from '../../../platform/errors.js';
 import type { ServiceMetrics } from '../../../platform/metrics.js';
 import { tokenCost, type ModelCatalog } from '../../models/index.js';
-import { assertWritable, lockWorkspace } from '../../workspaces/index.js';
+import { assertWritable, findWorkspace, lockWorkspace } from '../../workspaces/index.js';
 import type { UsageKind } from '../billing.table.js';
 import * as repo from './credit.repo.js';
 import { billingErrors } from '../billing.errors.js';
@@ -22,11 +22,33 @@ export interface Reservation {
   plan: Plan;
 }
 
-/** What `admit` needs: whose credit, which model (for the plan rule), and the estimated cost in USD. */
-export interface AdmitRequest {
+/** A model as the plan rule sees it. */
+export interface ModelRef {
+  id: string;
+  tier: string;
+}
+
+/**
+ * What the gate needs: whose credit and which model. `model` may be picked from the plan (its
+ * default model) on the same read of the billing state; it is omitted when no plan rule applies
+ * (an operator-chosen model, embeddings).
+ */
+export interface GateRequest<M extends ModelRef = ModelRef> {
   workspace: string | { id: string };
-  model?: { id: string; tier: string };
-  estimate: number;
+  model?: M | ((plan: Plan) => M);
+  /** Further refusals by the plan's limits (a file's size), after the model rule and before the credit check. */
+  refuseByPlan?: (plan: Plan) => void;
+}
+
+/** What `admit` needs besides: the estimated cost in USD (given the model, when the plan picked it). */
+export interface AdmitRequest<M extends ModelRef = ModelRef> extends GateRequest<M> {
+  estimate: number | ((model: M | undefined) => number);
+}
+
+/** What the gate let through: the plan it read and the model it checked. */
+export interface Admission<M extends ModelRef = ModelRef> {
+  plan: Plan;
+  model: M | undefined;
 }
 
 /** What a call really used; cost comes from the catalog unless given. */
@@ -94,26 +116,40 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
   }
 
   /**
-   * The billing gate before every model call: with the workspace's row locked and its billing
-   * state read once, refuses an archived workspace (409 `workspace_archived`: callers that load the
-   * workspace for writing refuse it earlier, so the order 409 before 402 holds everywhere), a model
-   * outside the plan (402 `model_not_in_plan`) and a period whose credit is used up (402
-   * `credit_exhausted`), then holds `estimate` USD of credit.
-   * `model` is omitted when no plan rule applies (an operator-chosen model, embeddings).
+   * The refusals of the billing gate, in their order, on one read of the billing state: an
+   * archived workspace (409 `workspace_archived`: callers that load the workspace for writing
+   * refuse it earlier, so 409 before 402 holds everywhere), a model outside the plan (402
+   * `model_not_in_plan`; picking it from the plan may refuse first, e.g. 400 for an unknown
+   * model) and a period whose credit is used up (402 `credit_exhausted`).
    */
-  async function admit({ workspace, model, estimate }: AdmitRequest): Promise<Reservation> {
-    const workspaceId = typeof workspace === 'string' ? workspace : workspace.id;
+  async function gate<M extends ModelRef>(tx: DbOrTx, workspaceId: string, request: GateRequest<M>, lock: boolean) {
+    const row = lock ? await lockWorkspace(tx, workspaceId) : await findWorkspace(tx, workspaceId);
+    if (!row) throw new Error(`billing gate: workspace ${workspaceId} does not exist`);
+    assertWritable(row);
+    const { state, usedUsd, limitUsd } = await used(tx, row);
+    const model = typeof request.model === 'function' ? request.model(state.plan) : request.model;
+    if (model && !planIncludesModel(state.plan, model)) throw billingErrors.modelNotInPlan(model.id);
+    request.refuseByPlan?.(state.plan);
+    const reserved = await repo.sumOpenReservations(tx, workspaceId);
+    if (usedUsd + reserved >= limitUsd) throw refuse();
+    return { plan: state.plan, model };
+  }
+
+  const idOf = (workspace: string | { id: string }) => (typeof workspace === 'string' ? workspace : workspace.id);
+
+  /**
+   * The billing gate before every model call: with the workspace's row locked, the refusals of
+   * `gate`, then holds `estimate` USD of credit. Reservations of one workspace are serialised
+   * by the lock, so parallel calls cannot all slip through.
+   */
+  async function admit<M extends ModelRef>(request: AdmitRequest<M>): Promise<Reservation & Admission<M>> {
+    const workspaceId = idOf(request.workspace);
     return db.transaction(async (tx) => {
-      const row = await lockWorkspace(tx, workspaceId);
-      if (!row) throw new Error(`admit: workspace ${workspaceId} does not exist`);
-      assertWritable(row);
-      const { state, usedUsd, limitUsd } = await used(tx, row);
-      if (model && !planIncludesModel(state.plan, model)) throw billingErrors.modelNotInPlan(model.id);
-      const reserved = await repo.sumOpenReservations(tx, workspaceId);
-      if (usedUsd + reserved >= limitUsd) throw refuse();
+      const { plan, model } = await gate(tx, workspaceId, request, true);
+      const estimate = typeof request.estimate === 'function' ? request.estimate(model) : request.estimate;
       const amount = Math.max(0, estimate);
       const reservation = await repo.insertReservation(tx, workspaceId, amount, new Date(Date.now() + RESERVATION_TTL_MS));
-      return { id: reservation.id, workspaceId, amountUsd: amount, plan: state.plan };
+      return { id: reservation.id, workspaceId, amountUsd: amount, plan, model };
     });
   }
 
@@ -130,11 +166,12 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
       };
     },
 
-    /** 402 `credit_exhausted` when the period's credit is used up (no reservation taken). */
-    async assertAvailable(workspace: { id: string; ownerId: number }): Promise<void> {
-      const { usedUsd, limitUsd } = await used(db, workspace);
-      const reserved = await repo.sumOpenReservations(db, workspace.id);
-      if (usedUsd + reserved >= limitUsd) throw refuse();
+    /**
+     * The gate without holding credit (a chat that picks its model, an upload to be embedded
+     * later): the same refusals as `admit`, and the plan it read, so callers need no second read.
+     */
+    async check<M extends ModelRef>(request: GateRequest<M>): Promise<Admission<M>> {
+      return gate(db, idOf(request.workspace), request, false);
     },
 
     admit,
