@@ -1,19 +1,15 @@
 import type { Db, DbOrTx } from '../../../db/client.js';
 import { AppError } from '../../../platform/errors.js';
 import type { ServiceMetrics } from '../../../platform/metrics.js';
-import { isUuid } from '../../../platform/ids.js';
 import { assertCleanText } from '../../../platform/input-gate.js';
-import { findCustomerByProviderId } from '../billing.repo.js';
 import { billingErrors } from '../billing.errors.js';
-import { accessGrantingStatuses, endedStatuses } from '../billing.table.js';
-import * as catalogStore from '../catalog.repo.js';
 import * as inboxStore from './inbox.repo.js';
 import { rootMessage } from '../../../db/errors.js';
 import { fieldErrorsOf } from '../../../platform/zod-issues.js';
-import * as subscriptionStore from '../subscriptions.repo.js';
-import { findWorkspace } from '../../workspaces/index.js';
 import { verifyWebhookSignature } from '../payment-provider.js';
-import { planKeys } from '../plan/plans.js';
+import { applyPrice, applyProduct } from './catalog.mirror.js';
+import { applySubscription } from './subscription.mirror.js';
+import { eventLog, type WebhookLog } from './webhook.log.js';
 import {
   eventEnvelope,
   type EventEnvelope,
@@ -27,31 +23,12 @@ import {
   type WebhookOutcome,
 } from './webhook.schemas.js';
 
-/** The logging the webhook needs; pino and Fastify's request logger both fit. */
-export interface WebhookLog {
-  info(details: object, message: string): void;
-  warn(details: object, message: string): void;
-  error(details: object, message: string): void;
-}
-
-/** Every line about an event names it. */
-function eventLog(base: WebhookLog, context: object): WebhookLog {
-  return {
-    info: (details, message) => base.info({ ...context, ...details }, message),
-    warn: (details, message) => base.warn({ ...context, ...details }, message),
-    error: (details, message) => base.error({ ...context, ...details }, message),
-  };
-}
+export type { WebhookLog } from './webhook.log.js';
 
 /** A verified, structurally valid event; `object` is null for a type we do not handle. */
 type ParsedEvent =
   | { envelope: EventEnvelope; type: HandledEventType; object: SubscriptionObject | ProductObject | PriceObject }
   | { envelope: EventEnvelope; type: string; object: null };
-
-const isGranting = (status: string) => (accessGrantingStatuses as readonly string[]).includes(status);
-const isEnded = (status: string) => (endedStatuses as readonly string[]).includes(status);
-const paidPlans = planKeys.filter((key) => key !== 'free') as readonly string[];
-const fromUnix = (seconds: number | null | undefined) => (seconds == null ? null : new Date(seconds * 1000));
 
 /** Zod issues as `{path: [messages]}` for the 400 body (at most 20). */
 const issuesOf = (error: { issues: Parameters<typeof fieldErrorsOf>[0] }) => fieldErrorsOf(error.issues, 20);
@@ -112,171 +89,6 @@ export function createWebhookService({
       throw billingErrors.invalidPayload(Object.fromEntries(Object.entries(errors).map(([k, v]) => [`data.object.${k}`, v])));
     }
     return { envelope: envelope.data, type, object: object.data };
-  }
-
-  // --- subscriptions --------------------------------------------------------------------------
-
-  function subscriptionFields(event: EventEnvelope, type: string, sub: SubscriptionObject): subscriptionStore.SubscriptionFields {
-    const firstItem = (key: 'current_period_start' | 'current_period_end') =>
-      sub.items.data.find((item) => item[key] != null)?.[key] ?? null;
-    const deleted = type === 'customer.subscription.deleted';
-    // `deleted` always ends the subscription, whatever status the object carries.
-    const status = deleted && !isEnded(sub.status) ? 'canceled' : sub.status;
-    return {
-      providerSubscriptionId: sub.id,
-      providerCustomerId: sub.customer,
-      status,
-      currentPeriodStart: fromUnix(sub.current_period_start ?? firstItem('current_period_start')),
-      currentPeriodEnd: fromUnix(sub.current_period_end ?? firstItem('current_period_end')),
-      billingCycleAnchor: fromUnix(sub.billing_cycle_anchor),
-      trialStart: fromUnix(sub.trial_start),
-      trialEnd: fromUnix(sub.trial_end),
-      cancelAt: fromUnix(sub.cancel_at),
-      cancelAtPeriodEnd: sub.cancel_at_period_end ?? false,
-      canceledAt: fromUnix(sub.canceled_at ?? (deleted ? event.created : null)),
-      endedAt: fromUnix(sub.ended_at ?? (deleted ? event.created : null)),
-      metadata: sub.metadata,
-      lastEventAt: new Date(event.created * 1000),
-    };
-  }
-
-  async function applySubscription(
-    tx: DbOrTx,
-    event: EventEnvelope,
-    type: string,
-    sub: SubscriptionObject,
-    elog: WebhookLog,
-  ): Promise<WebhookOutcome> {
-    // 1. The customer account record must exist here.
-    const customer = await findCustomerByProviderId(tx, sub.customer);
-    if (!customer) {
-      elog.warn({ customer: sub.customer, subscription: sub.id }, 'subscription event for a customer with no account here; skipped');
-      return 'skipped';
-    }
-
-    const fields = subscriptionFields(event, type, sub);
-    let existing = await subscriptionStore.lockSubscription(tx, sub.id);
-    let inserted: subscriptionStore.SubscriptionRow | undefined;
-    if (!existing) {
-      inserted = await subscriptionStore.insertSubscription(tx, fields);
-      // Lost an insert race with another event of the same subscription: decide against its row.
-      if (!inserted) existing = await subscriptionStore.lockSubscription(tx, sub.id);
-    }
-
-    let row: subscriptionStore.SubscriptionRow;
-    if (existing) {
-      const wasEnded = isEnded(existing.status);
-      const endsNow = isEnded(fields.status);
-      // 2. Ended is final: an event that says otherwise is a late one.
-      if (wasEnded && !endsNow) return 'ignored';
-      // Older than what was applied: stale, except an ending event for a live subscription (see above).
-      if (fields.lastEventAt < existing.lastEventAt && !(endsNow && !wasEnded)) return 'stale';
-      // 3. Every field, and the items recreated.
-      await subscriptionStore.updateSubscriptionFields(tx, existing.id, fields);
-      row = { ...existing, ...fields, workspaceId: null };
-    } else {
-      row = inserted!;
-    }
-    await subscriptionStore.replaceItems(
-      tx,
-      row.id,
-      sub.items.data.map((item) => ({
-        providerItemId: item.id,
-        providerPriceId: item.price.id,
-        providerProductId: item.price.product,
-        quantity: item.quantity ?? 1,
-      })),
-    );
-
-    // 4. The workspace: the one it is on, else the one named at checkout.
-    const previousWorkspace = existing?.workspaceId ?? null;
-    const attachedTo = await attach(tx, row, previousWorkspace, elog);
-    // It held a workspace with access and no longer does: a subscription that was waiting for
-    // that workspace takes it, as it would have had this event been processed before it.
-    if (previousWorkspace && existing && isGranting(existing.status) && !(attachedTo === previousWorkspace && isGranting(row.status))) {
-      await attachWaiting(tx, previousWorkspace, elog);
-    }
-    return 'applied';
-  }
-
-  /** Step 4 of the spec; returns the workspace the subscription ends up on. */
-  async function attach(
-    tx: DbOrTx,
-    row: subscriptionStore.SubscriptionRow,
-    previousWorkspace: string | null,
-    elog: WebhookLog,
-  ): Promise<string | null> {
-    const named = row.metadata.workspace_id;
-    let target = previousWorkspace;
-    if (!target && named) {
-      if (isUuid(named) && Boolean(await findWorkspace(tx, named))) target = named;
-      else elog.warn({ subscription: row.providerSubscriptionId, workspace: named }, 'subscription names an unknown workspace; recorded on no workspace');
-    }
-    if (!target) return null;
-
-    const other = await subscriptionStore.findOtherGranting(tx, target, row.id);
-    // An attached subscription that does not grant access stays where it is: it takes nothing away.
-    const keep = other && target === previousWorkspace && !isGranting(row.status);
-    if (other && !keep) {
-      elog.warn(
-        { subscription: row.providerSubscriptionId, workspace: target, holder: other.providerSubscriptionId },
-        'workspace already has a different access-granting subscription; subscription recorded but not attached',
-      );
-      return null;
-    }
-    if (await subscriptionStore.attachSubscription(tx, row.id, target)) return target;
-    elog.warn(
-      { subscription: row.providerSubscriptionId, workspace: target },
-      'a concurrent event attached another access-granting subscription to the workspace; subscription recorded but not attached',
-    );
-    return null;
-  }
-
-  async function attachWaiting(tx: DbOrTx, workspaceId: string, elog: WebhookLog): Promise<void> {
-    if (!(await findWorkspace(tx, workspaceId))) return;
-    for (const waiting of await subscriptionStore.findWaitingSubscriptions(tx, workspaceId)) {
-      if (await subscriptionStore.findOtherGranting(tx, workspaceId, waiting.id)) return;
-      if (await subscriptionStore.attachSubscription(tx, waiting.id, workspaceId)) {
-        elog.info({ subscription: waiting.providerSubscriptionId, workspace: workspaceId }, 'waiting subscription attached to the freed workspace');
-        return;
-      }
-    }
-  }
-
-  // --- products and prices --------------------------------------------------------------------
-
-  async function applyProduct(tx: DbOrTx, event: EventEnvelope, type: string, product: ProductObject): Promise<WebhookOutcome> {
-    const plan = product.metadata.plan?.trim().toLowerCase() ?? '';
-    const row = await catalogStore.upsertProduct(tx, {
-      providerProductId: product.id,
-      name: product.name,
-      // A deleted product is inactive; an unknown one is created as such.
-      active: type === 'product.deleted' ? false : product.active,
-      plan: paidPlans.includes(plan) ? plan : null,
-      metadata: product.metadata,
-      lastEventAt: new Date(event.created * 1000),
-    });
-    if (!row) return 'stale';
-    // Sorted: concurrent products creating the same new features lock them in one order (no deadlock).
-    const keys = [...new Set((product.metadata.features ?? '').split(/\s+/).filter(Boolean))].sort();
-    await catalogStore.syncProductFeatures(tx, row.id, keys);
-    return 'applied';
-  }
-
-  async function applyPrice(tx: DbOrTx, event: EventEnvelope, type: string, price: PriceObject): Promise<WebhookOutcome> {
-    const recurring = price.recurring ?? null;
-    const row = await catalogStore.upsertPrice(tx, {
-      providerPriceId: price.id,
-      providerProductId: price.product,
-      active: type === 'price.deleted' ? false : price.active,
-      currency: price.currency.toLowerCase(),
-      unitAmount: price.unit_amount ?? null,
-      interval: recurring?.interval ?? null,
-      intervalCount: recurring?.interval_count ?? null,
-      freq: recurring ? `${recurring.interval}_${recurring.interval_count}` : null,
-      lastEventAt: new Date(event.created * 1000),
-    });
-    return row ? 'applied' : 'stale';
   }
 
   function apply(tx: DbOrTx, event: ParsedEvent & { type: HandledEventType }, elog: WebhookLog): Promise<WebhookOutcome> {
