@@ -195,11 +195,32 @@ export const creditReservations = pgTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     amountUsd: numeric('amount_usd', { precision: 14, scale: 8, mode: 'number' }).notNull(),
+    /** The credit period whose running total (`credit_balances`) holds this amount; null only for reservations older than the totals. */
+    periodStart: ts('period_start'),
     expiresAt: ts('expires_at').notNull(),
     closedAt: ts('closed_at'),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
   (t) => [index('credit_reservations_open_idx').on(t.workspaceId).where(sql`${t.closedAt} IS NULL`)],
+);
+
+/**
+ * Running credit totals per workspace and credit period: `used_usd` is the ledger's sum since
+ * `period_start` (kept by a statement trigger on `credit_usage`), `reserved_usd` the credit held
+ * by open reservations of the period. The gate checks and reserves in one UPDATE on this row, so
+ * its cost does not grow with the ledger and no lock is held across round trips.
+ */
+export const creditBalances = pgTable(
+  'credit_balances',
+  {
+    workspaceId: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    periodStart: ts('period_start').notNull(),
+    usedUsd: numeric('used_usd', { precision: 20, scale: 8, mode: 'number' }).notNull().default(0),
+    reservedUsd: numeric('reserved_usd', { precision: 20, scale: 8, mode: 'number' }).notNull().default(0),
+  },
+  (t) => [primaryKey({ name: 'credit_balances_pk', columns: [t.workspaceId, t.periodStart] })],
 );
 
 /** The credit ledger: one row per charged call. */

@@ -1,44 +1,77 @@
-import { and, eq, gt, gte, isNull, sql } from 'drizzle-orm';
-import type { DbOrTx } from '../../../db/client.js';
-import { creditReservations, creditUsage, type UsageKind } from '../billing.table.js';
+import { sql } from 'drizzle-orm';
+import { type DbOrTx, queryRows } from '../../../db/client.js';
+import type { UsageKind } from '../billing.table.js';
 
-/** Sum of the ledger since `since` (inclusive). */
-export async function sumUsageSince(db: DbOrTx, workspaceId: string, since: Date): Promise<number> {
-  const [row] = await db
-    .select({ total: sql<string | null>`sum(${creditUsage.costUsd})` })
-    .from(creditUsage)
-    .where(and(eq(creditUsage.workspaceId, workspaceId), gte(creditUsage.createdAt, since)));
-  return Number(row?.total ?? 0);
+/**
+ * The credit ledger (`credit_usage`) and its running totals (`credit_balances`, one row per
+ * workspace and credit period, kept by a trigger on the ledger; migration 0010). Each function is
+ * one statement: the hot path (reserve, settle, release) holds no lock across round trips.
+ */
+
+/** The workspace's running totals for the period starting at `periodStart`; undefined until opened. */
+export async function findBalance(db: DbOrTx, workspaceId: string, periodStart: Date) {
+  const [row] = await queryRows<{ used_usd: string; reserved_usd: string }>(
+    db,
+    sql`SELECT used_usd, reserved_usd FROM credit_balances WHERE workspace_id = ${workspaceId} AND period_start = ${periodStart}`,
+  );
+  return row && { usedUsd: Number(row.used_usd), reservedUsd: Number(row.reserved_usd) };
 }
 
-/** Credit held by reservations that are neither closed nor expired. */
-export async function sumOpenReservations(db: DbOrTx, workspaceId: string): Promise<number> {
-  const [row] = await db
-    .select({ total: sql<string | null>`sum(${creditReservations.amountUsd})` })
-    .from(creditReservations)
-    .where(
-      and(
-        eq(creditReservations.workspaceId, workspaceId),
-        isNull(creditReservations.closedAt),
-        gt(creditReservations.expiresAt, sql`now()`),
-      ),
-    );
-  return Number(row?.total ?? 0);
+/**
+ * Opens a period's totals from the ledger (once per workspace and period). Under the workspace's
+ * advisory lock, which the ledger trigger takes too: a ledger row committed concurrently is
+ * either in the sum or added by the trigger, never lost. Must run inside a transaction.
+ */
+export async function openBalance(tx: DbOrTx, workspaceId: string, periodStart: Date): Promise<void> {
+  await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${workspaceId}::text, 0))`);
+  await tx.execute(sql`
+    INSERT INTO credit_balances (workspace_id, period_start, used_usd)
+    SELECT ${workspaceId}, ${periodStart}, coalesce(sum(cost_usd), 0)
+    FROM credit_usage WHERE workspace_id = ${workspaceId} AND created_at >= ${periodStart}
+    ON CONFLICT DO NOTHING`);
 }
 
-export async function insertReservation(db: DbOrTx, workspaceId: string, amountUsd: number, expiresAt: Date) {
-  const [row] = await db.insert(creditReservations).values({ workspaceId, amountUsd, expiresAt }).returning();
-  return row!;
+/**
+ * Holds `amountUsd` of the period's credit, in one statement that checks and reserves: refused
+ * (undefined) once the recorded cost plus the credit held reaches `limitUsd`, or when the
+ * period's totals are not opened yet. Concurrent calls queue on the balance row only for this
+ * statement, and each re-checks the limit against the row as the previous one left it.
+ */
+export async function reserve(db: DbOrTx, workspaceId: string, periodStart: Date, amountUsd: number, limitUsd: number, expiresAt: Date) {
+  const [row] = await queryRows<{ id: string }>(
+    db,
+    sql`WITH held AS (
+      UPDATE credit_balances SET reserved_usd = reserved_usd + ${amountUsd}
+      WHERE workspace_id = ${workspaceId} AND period_start = ${periodStart} AND used_usd + reserved_usd < ${limitUsd}
+      RETURNING workspace_id, period_start
+    )
+    INSERT INTO credit_reservations (workspace_id, amount_usd, period_start, expires_at)
+    SELECT workspace_id, ${amountUsd}, period_start, ${expiresAt} FROM held
+    RETURNING id`,
+  );
+  return row?.id;
 }
 
-/** Closes an open reservation; false when it was already closed. */
-export async function closeReservation(db: DbOrTx, reservationId: string): Promise<boolean> {
-  const rows = await db
-    .update(creditReservations)
-    .set({ closedAt: new Date() })
-    .where(and(eq(creditReservations.id, reservationId), isNull(creditReservations.closedAt)))
-    .returning({ id: creditReservations.id });
-  return rows.length > 0;
+/**
+ * Closes the workspace's expired reservations (their process died) and gives their credit back
+ * to the totals. Returns how many were closed.
+ */
+export async function closeExpiredReservations(db: DbOrTx, workspaceId: string): Promise<number> {
+  const rows = await queryRows<{ n: string }>(
+    db,
+    sql`WITH expired AS (
+      UPDATE credit_reservations SET closed_at = now()
+      WHERE workspace_id = ${workspaceId} AND closed_at IS NULL AND expires_at <= now()
+      RETURNING period_start, amount_usd
+    ), totals AS (
+      SELECT period_start, sum(amount_usd) AS total, count(*) AS n FROM expired WHERE period_start IS NOT NULL GROUP BY 1
+    ), given_back AS (
+      UPDATE credit_balances b SET reserved_usd = b.reserved_usd - t.total
+      FROM totals t WHERE b.workspace_id = ${workspaceId} AND b.period_start = t.period_start
+    )
+    SELECT count(*) AS n FROM expired`,
+  );
+  return Number(rows[0]?.n ?? 0);
 }
 
 export interface UsageRecord {
@@ -53,12 +86,41 @@ export interface UsageRecord {
   referenceId: string;
 }
 
-/** Inserts a ledger row; false when the reference id was already charged. */
-export async function insertUsage(db: DbOrTx, record: UsageRecord): Promise<boolean> {
-  const rows = await db
-    .insert(creditUsage)
-    .values(record)
-    .onConflictDoNothing({ target: creditUsage.referenceId })
-    .returning({ id: creditUsage.id });
-  return rows.length > 0;
+/**
+ * Closes a reservation (its credit leaves the totals; closing one already closed changes
+ * nothing) and, given a usage record, charges it to the ledger once per reference id (the
+ * trigger adds it to the totals). One statement. Returns whether the usage was charged.
+ */
+export async function closeReservation(db: DbOrTx, reservationId: string, usage?: UsageRecord): Promise<boolean> {
+  const charge = usage
+    ? sql`, charged AS (
+        INSERT INTO credit_usage (workspace_id, user_id, kind, model, input_tokens, output_tokens, seconds, cost_usd, reference_id)
+        VALUES (${usage.workspaceId}, ${usage.userId}, ${usage.kind}, ${usage.model}, ${usage.inputTokens}, ${usage.outputTokens},
+                ${usage.seconds}, ${usage.costUsd}, ${usage.referenceId})
+        ON CONFLICT (reference_id) DO NOTHING
+        RETURNING 1
+      )
+      SELECT (SELECT count(*) FROM charged) AS charged`
+    : sql` SELECT 0 AS charged`;
+  const [row] = await queryRows<{ charged: string | number }>(
+    db,
+    sql`WITH closed AS (
+      UPDATE credit_reservations SET closed_at = now()
+      WHERE id = ${reservationId} AND closed_at IS NULL
+      RETURNING workspace_id, period_start, amount_usd
+    ), released AS (
+      UPDATE credit_balances b SET reserved_usd = b.reserved_usd - c.amount_usd
+      FROM closed c WHERE b.workspace_id = c.workspace_id AND b.period_start = c.period_start
+    )${charge}`,
+  );
+  return Number(row?.charged ?? 0) > 0;
+}
+
+/** Sum of the ledger since `since` (inclusive): the totals' source, and the summary before they are opened. */
+export async function sumUsageSince(db: DbOrTx, workspaceId: string, since: Date): Promise<number> {
+  const [row] = await queryRows<{ total: string | null }>(
+    db,
+    sql`SELECT sum(cost_usd) AS total FROM credit_usage WHERE workspace_id = ${workspaceId} AND created_at >= ${since}`,
+  );
+  return Number(row?.total ?? 0);
 }

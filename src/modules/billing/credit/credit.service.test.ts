@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { useTestApp } from '../../../../test/support/app.js';
 import { recordUsage, subscribe } from '../../../../test/support/billing.js';
 import { newUser, newWorkspace } from '../../../../test/support/factories.js';
-import { creditReservations, creditUsage } from '../billing.table.js';
+import { creditBalances, creditReservations, creditUsage } from '../billing.table.js';
 
 const t = useTestApp();
 const credit = () => t.deps.services.credit;
@@ -78,6 +78,58 @@ describe('reserve and settle', () => {
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(refused).toHaveLength(49);
     for (const r of refused) expect(r.reason).toMatchObject({ code: 'credit_exhausted' });
+  });
+});
+
+describe('running totals (credit_balances)', () => {
+  const balances = async (workspaceId: string) =>
+    (await t.deps.database.db.select().from(creditBalances).where(eq(creditBalances.workspaceId, workspaceId))).map((b) => ({
+      used: b.usedUsd,
+      reserved: b.reservedUsd,
+    }));
+
+  it('are opened from the ledger on first use, then follow every ledger insert, hold and release', async () => {
+    const { ws, owner } = await freeWorkspace();
+    await recordUsage(t, ws.id, 0.2);
+    expect(await balances(ws.id)).toEqual([]);
+    const held = await credit().reserve(ws.id, 0.1);
+    expect(await balances(ws.id)).toEqual([{ used: 0.2, reserved: 0.1 }]);
+    // A ledger row written by anything (here straight into the table) reaches the totals.
+    await recordUsage(t, ws.id, 0.7);
+    expect(await balances(ws.id)).toEqual([{ used: 0.9, reserved: 0.1 }]);
+    await expect(credit().reserve(ws.id, 0.01)).rejects.toMatchObject({ code: 'credit_exhausted' });
+    await credit().settle(held, { kind: 'chat', model: 'x-unpriced', userId: owner.id, costUsd: 0.05, referenceId: 'totals-1' });
+    expect(await balances(ws.id)).toEqual([{ used: 0.95, reserved: 0 }]);
+    // Settling again charges nothing and gives back nothing.
+    await credit().settle(held, { kind: 'chat', model: 'x-unpriced', userId: owner.id, costUsd: 0.05, referenceId: 'totals-1' });
+    expect(await balances(ws.id)).toEqual([{ used: 0.95, reserved: 0 }]);
+    const next = await credit().reserve(ws.id, 0.02);
+    await credit().release(next);
+    await credit().release(next);
+    expect(await balances(ws.id)).toEqual([{ used: 0.95, reserved: 0 }]);
+  });
+
+  it('with the totals already open and credit for one call, lets exactly one of 50 parallel reservations through', async () => {
+    const { ws } = await freeWorkspace();
+    await credit().release(await credit().reserve(ws.id, 0.01));
+    await recordUsage(t, ws.id, FREE_CREDIT - 0.05);
+    const results = await Promise.allSettled(Array.from({ length: 50 }, () => credit().reserve(ws.id, 0.05)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(await balances(ws.id)).toEqual([{ used: FREE_CREDIT - 0.05, reserved: 0.05 }]);
+  });
+
+  it('open a new period from the ledger since its start when the plan changes', async () => {
+    const { ws, owner, workspace } = await freeWorkspace();
+    await credit().release(await credit().reserve(ws.id, 0.01));
+    await recordUsage(t, ws.id, 0.9, new Date(Date.now() - 40 * 86400_000));
+    const now = new Date();
+    const anchor = new Date(Date.UTC(now.getUTCFullYear() - 1, now.getUTCMonth(), 1));
+    await subscribe(t, ws.id, 'pro', { payer: owner, anchor });
+    await recordUsage(t, ws.id, 0.5);
+    await credit().release(await credit().reserve(ws.id, 0.01));
+    expect((await credit().summary(workspace)).total_cost_used).toBe(0.5);
+    // The free period's totals (the whole lifetime) kept counting too.
+    expect((await balances(ws.id)).map((b) => b.used).sort()).toEqual([0.5, 1.4]);
   });
 });
 

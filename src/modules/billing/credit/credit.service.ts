@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import type { Db, DbOrTx } from '../../../db/client.js';
+import type { Db } from '../../../db/client.js';
 import { PaymentRequiredError } from '../../../platform/errors.js';
 import type { ServiceMetrics } from '../../../platform/metrics.js';
 import { tokenCost, type ModelCatalog } from '../../models/index.js';
-import { assertWritable, findWorkspace, lockWorkspace } from '../../workspaces/index.js';
+import { assertWritable, findWorkspace, type WorkspaceRow } from '../../workspaces/index.js';
 import type { UsageKind } from '../billing.table.js';
 import * as repo from './credit.repo.js';
 import { billingErrors } from '../billing.errors.js';
@@ -33,8 +33,11 @@ export interface ModelRef {
  * default model) on the same read of the billing state; it is omitted when no plan rule applies
  * (an operator-chosen model, embeddings).
  */
+/** A workspace by id, or its row when the caller has it (the gate then does not read it again). */
+export type WorkspaceInput = string | { id: string } | WorkspaceRow;
+
 export interface GateRequest<M extends ModelRef = ModelRef> {
-  workspace: string | { id: string };
+  workspace: WorkspaceInput;
   model?: M | ((plan: Plan) => M);
   /** Further refusals by the plan's limits (a file's size), after the model rule and before the credit check. */
   refuseByPlan?: (plan: Plan) => void;
@@ -86,8 +89,9 @@ export interface CreditServiceDeps {
  * The credit ledger. Model calls pass `admit` before they start and `settle` with the provider's
  * reported usage after. A reservation is refused once the period's recorded cost plus the credit
  * held by calls in flight reaches the plan's credit, so the last call of a period may overrun it
- * by at most its own cost, and parallel calls cannot all slip through: reservations of one
- * workspace are serialised by a lock on its row.
+ * by at most its own cost, and parallel calls cannot all slip through: the check and the hold
+ * are one UPDATE of the period's running totals (`credit_balances`), which re-checks the limit
+ * against the row as the previous call left it. The ledger stays the audit trail.
  */
 export function createCreditService({ db, plans, catalog, log, metrics }: CreditServiceDeps) {
   const refuse = () => {
@@ -109,10 +113,30 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
     return 0;
   }
 
-  async function used(tx: DbOrTx, workspace: { id: string; ownerId: number }) {
-    const state = await resolveBillingState(tx, plans, workspace);
-    const usedUsd = await repo.sumUsageSince(tx, workspace.id, state.periodStart);
-    return { state, usedUsd, limitUsd: state.plan.ai_credit };
+  /** The workspace row the gate needs; a caller that loaded it (a chat's access) passes it and saves the read. */
+  async function workspaceOf(workspace: WorkspaceInput) {
+    if (typeof workspace !== 'string' && 'status' in workspace && 'ownerId' in workspace) return workspace;
+    const id = typeof workspace === 'string' ? workspace : workspace.id;
+    const row = await findWorkspace(db, id);
+    if (!row) throw new Error(`billing gate: workspace ${id} does not exist`);
+    return row;
+  }
+
+  /** The period's running totals, opened from the ledger on the period's first use. */
+  async function balanceOf(workspaceId: string, periodStart: Date) {
+    const found = await repo.findBalance(db, workspaceId, periodStart);
+    if (found) return found;
+    await db.transaction((tx) => repo.openBalance(tx, workspaceId, periodStart));
+    return (await repo.findBalance(db, workspaceId, periodStart))!;
+  }
+
+  /** Whether credit is left in the period; expired reservations (a crashed call) are given back first when they are what stands in the way. */
+  async function creditLeft(workspaceId: string, periodStart: Date, limitUsd: number): Promise<boolean> {
+    const balance = await balanceOf(workspaceId, periodStart);
+    if (balance.usedUsd + balance.reservedUsd < limitUsd) return true;
+    if (balance.reservedUsd <= 0 || (await repo.closeExpiredReservations(db, workspaceId)) === 0) return false;
+    const after = (await repo.findBalance(db, workspaceId, periodStart))!;
+    return after.usedUsd + after.reservedUsd < limitUsd;
   }
 
   /**
@@ -120,37 +144,36 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
    * archived workspace (409 `workspace_archived`: callers that load the workspace for writing
    * refuse it earlier, so 409 before 402 holds everywhere), a model outside the plan (402
    * `model_not_in_plan`; picking it from the plan may refuse first, e.g. 400 for an unknown
-   * model) and a period whose credit is used up (402 `credit_exhausted`).
+   * model) and further limits of the plan (`refuseByPlan`). The credit check is the caller's.
    */
-  async function gate<M extends ModelRef>(tx: DbOrTx, workspaceId: string, request: GateRequest<M>, lock: boolean) {
-    const row = lock ? await lockWorkspace(tx, workspaceId) : await findWorkspace(tx, workspaceId);
-    if (!row) throw new Error(`billing gate: workspace ${workspaceId} does not exist`);
+  async function gate<M extends ModelRef>(request: GateRequest<M>) {
+    const row = await workspaceOf(request.workspace);
     assertWritable(row);
-    const { state, usedUsd, limitUsd } = await used(tx, row);
+    const state = await resolveBillingState(db, plans, row);
     const model = typeof request.model === 'function' ? request.model(state.plan) : request.model;
     if (model && !planIncludesModel(state.plan, model)) throw billingErrors.modelNotInPlan(model.id);
     request.refuseByPlan?.(state.plan);
-    const reserved = await repo.sumOpenReservations(tx, workspaceId);
-    if (usedUsd + reserved >= limitUsd) throw refuse();
-    return { plan: state.plan, model };
+    return { workspaceId: row.id, state, model };
   }
 
-  const idOf = (workspace: string | { id: string }) => (typeof workspace === 'string' ? workspace : workspace.id);
-
   /**
-   * The billing gate before every model call: with the workspace's row locked, the refusals of
-   * `gate`, then holds `estimate` USD of credit. Reservations of one workspace are serialised
-   * by the lock, so parallel calls cannot all slip through.
+   * The billing gate before every model call: the refusals of `gate`, then `estimate` USD of
+   * credit held in one statement that checks the period's running totals and reserves (no lock
+   * held across round trips; parallel calls cannot all slip through). A refusal, or the
+   * period's first call, costs a few more statements: opening the totals, giving back expired
+   * reservations.
    */
   async function admit<M extends ModelRef>(request: AdmitRequest<M>): Promise<Reservation & Admission<M>> {
-    const workspaceId = idOf(request.workspace);
-    return db.transaction(async (tx) => {
-      const { plan, model } = await gate(tx, workspaceId, request, true);
-      const estimate = typeof request.estimate === 'function' ? request.estimate(model) : request.estimate;
-      const amount = Math.max(0, estimate);
-      const reservation = await repo.insertReservation(tx, workspaceId, amount, new Date(Date.now() + RESERVATION_TTL_MS));
-      return { id: reservation.id, workspaceId, amountUsd: amount, plan, model };
-    });
+    const { workspaceId, state, model } = await gate(request);
+    const estimate = typeof request.estimate === 'function' ? request.estimate(model) : request.estimate;
+    const amount = Math.max(0, estimate);
+    const limitUsd = state.plan.ai_credit;
+    const hold = () => repo.reserve(db, workspaceId, state.periodStart, amount, limitUsd, new Date(Date.now() + RESERVATION_TTL_MS));
+    let id = await hold();
+    // Refused or not opened yet: open the totals (or give back expired holds) and try once more.
+    if (!id && (await creditLeft(workspaceId, state.periodStart, limitUsd))) id = await hold();
+    if (!id) throw refuse();
+    return { id, workspaceId, amountUsd: amount, plan: state.plan, model };
   }
 
   return {
@@ -158,7 +181,10 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
 
     /** `{credit_limit, total_cost_used, percentage_used}` for the current credit period. */
     async summary(workspace: { id: string; ownerId: number }): Promise<CreditSummary> {
-      const { usedUsd, limitUsd } = await used(db, workspace);
+      const state = await resolveBillingState(db, plans, workspace);
+      const limitUsd = state.plan.ai_credit;
+      // Read-only: a period not opened yet is summed from the ledger rather than opened here.
+      const usedUsd = (await repo.findBalance(db, workspace.id, state.periodStart))?.usedUsd ?? (await repo.sumUsageSince(db, workspace.id, state.periodStart));
       return {
         credit_limit: limitUsd,
         total_cost_used: round(usedUsd),
@@ -171,7 +197,9 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
      * later): the same refusals as `admit`, and the plan it read, so callers need no second read.
      */
     async check<M extends ModelRef>(request: GateRequest<M>): Promise<Admission<M>> {
-      return gate(db, idOf(request.workspace), request, false);
+      const { workspaceId, state, model } = await gate(request);
+      if (!(await creditLeft(workspaceId, state.periodStart, state.plan.ai_credit))) throw refuse();
+      return { plan: state.plan, model };
     },
 
     admit,
@@ -181,22 +209,19 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
       return admit({ workspace: workspaceId, estimate: estimateUsd });
     },
 
-    /** Records the real cost once (per reference id) and frees the reservation. Returns the cost charged. */
+    /** Records the real cost once (per reference id) and frees the reservation, in one statement. Returns the cost charged. */
     async settle(reservation: Reservation, usage: ActualUsage): Promise<number> {
       const costUsd = costOf(usage);
-      const charged = await db.transaction(async (tx) => {
-        await repo.closeReservation(tx, reservation.id);
-        return repo.insertUsage(tx, {
-          workspaceId: reservation.workspaceId,
-          userId: usage.userId ?? null,
-          kind: usage.kind,
-          model: usage.model,
-          inputTokens: usage.inputTokens ?? 0,
-          outputTokens: usage.outputTokens ?? 0,
-          seconds: usage.seconds ?? 0,
-          costUsd,
-          referenceId: usage.referenceId,
-        });
+      const charged = await repo.closeReservation(db, reservation.id, {
+        workspaceId: reservation.workspaceId,
+        userId: usage.userId ?? null,
+        kind: usage.kind,
+        model: usage.model,
+        inputTokens: usage.inputTokens ?? 0,
+        outputTokens: usage.outputTokens ?? 0,
+        seconds: usage.seconds ?? 0,
+        costUsd,
+        referenceId: usage.referenceId,
       });
       return charged ? costUsd : 0;
     },
