@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, inArray, sql } from 'drizzle-orm';
-import { type DbOrTx, queryRows } from '../../db/client.js';
+import type { DbOrTx } from '../../db/client.js';
 import { agentTasks, messages } from './messages.table.js';
 
 export type MessageRow = typeof messages.$inferSelect;
@@ -40,35 +40,40 @@ export async function findReplyOfStream(db: DbOrTx, chatId: string, streamId: st
 }
 
 /** The newest reply of the chat, under which a new user message hangs. */
-export async function findNewestReply(db: DbOrTx, chatId: string): Promise<MessageRow | undefined> {
-  const [row] = await db
+/** The branch from the first message down to `messageId`, in conversation order (one statement). */
+export async function findPath(db: DbOrTx, messageId: string): Promise<MessageRow[]> {
+  const rows = await db
     .select()
     .from(messages)
-    .where(and(eq(messages.sessionId, chatId), eq(messages.role, 'assistant')))
-    .orderBy(desc(messages.createdAt), desc(messages.id))
-    .limit(1);
-  return row;
-}
-
-/** The branch from the first message down to `messageId`, in conversation order. */
-export async function findPath(db: DbOrTx, messageId: string): Promise<MessageRow[]> {
-  const ids = await queryRows<{ id: string; depth: number }>(
-    db,
-    sql`WITH RECURSIVE path(id, parent_id, depth) AS (
+    .where(
+      sql`${messages.id} IN (
+        WITH RECURSIVE path(id, parent_id, depth) AS (
           SELECT id, parent_id, 0 FROM messages WHERE id = ${messageId}
           UNION ALL
           SELECT m.id, m.parent_id, p.depth + 1 FROM messages m JOIN path p ON m.id = p.parent_id
           WHERE p.depth < 10000
         )
-        SELECT id, depth FROM path`,
-  );
-  if (!ids.length) return [];
-  const depthOf = new Map(ids.map((r) => [r.id, Number(r.depth)]));
-  const rows = await db
-    .select()
-    .from(messages)
-    .where(sql`${messages.id} IN (${sql.join(ids.map((r) => sql`${r.id}`), sql`, `)})`);
-  return rows.sort((a, b) => depthOf.get(b.id)! - depthOf.get(a.id)!);
+        SELECT id FROM path)`,
+    );
+  // Walked from the leaf up its parents, then reversed: the order is the tree's, not the clock's.
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const path: MessageRow[] = [];
+  for (let row = byId.get(messageId); row; row = row.parentId ? byId.get(row.parentId) : undefined) path.push(row);
+  return path.reverse();
+}
+
+/**
+ * Inserts a user message under the chat's newest reply (the parent is found in the same
+ * statement).
+ */
+export async function insertUnderNewestReply(db: DbOrTx, values: Omit<NewMessage, 'parentId'>): Promise<MessageRow> {
+  const newestReply = sql`(SELECT id FROM ${messages} WHERE ${messages.sessionId} = ${values.sessionId} AND ${messages.role} = 'assistant'
+    ORDER BY ${messages.createdAt} DESC, ${messages.id} DESC LIMIT 1)`;
+  const [row] = await db
+    .insert(messages)
+    .values({ ...values, parentId: newestReply })
+    .returning();
+  return row!;
 }
 
 export async function insertMessage(db: DbOrTx, values: NewMessage): Promise<MessageRow> {

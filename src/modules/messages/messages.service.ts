@@ -116,10 +116,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
   }
 
   /** A new user message under the newest reply. */
-  const insertUserMessage = (chatId: string, userId: number, content: string, attachments: MessageAttachment[]) => async () => {
-    const parent = await repo.findNewestReply(db, chatId);
-    return repo.insertMessage(db, { sessionId: chatId, role: 'user', content, authorId: userId, parentId: parent?.id ?? null, attachments });
-  };
+  const insertUserMessage = (chatId: string, userId: number, content: string, attachments: MessageAttachment[]) => () =>
+    repo.insertUnderNewestReply(db, { sessionId: chatId, role: 'user', content, authorId: userId, attachments });
 
   /**
    * Phase one of a send (JSON or multipart). A multipart send passes every check before a file is
