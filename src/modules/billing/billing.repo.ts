@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, inArray, isNull, or } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNull, or, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../db/client.js';
 import {
   accessGrantingStatuses,
@@ -14,6 +14,50 @@ export type SubscriptionRow = typeof subscriptions.$inferSelect;
 export type CustomerRow = typeof billingCustomers.$inferSelect;
 export type PlanOverrideRow = typeof planOverrides.$inferSelect;
 
+/** A subscription item's plan key and billing interval (through price → product). */
+export interface ItemPlan {
+  plan: string | null;
+  interval: string | null;
+  intervalCount: number | null;
+}
+
+/**
+ * Everything a workspace's billing state is made of, in one statement: the access-granting
+ * subscription (if any) with its items' plans and its customer, and the operator's plan override
+ * in force at `now`. The hot path (every model call's gate) reads this once.
+ */
+export async function findBillingInputs(db: DbOrTx, workspaceId: string, now: Date) {
+  const granting = db
+    .select({ id: subscriptions.id })
+    .from(subscriptions)
+    .where(and(eq(subscriptions.workspaceId, workspaceId), inArray(subscriptions.status, [...accessGrantingStatuses])))
+    .orderBy(desc(subscriptions.updatedAt))
+    .limit(1);
+  // A stable order: ties between items of one plan must resolve the same way every time.
+  const items = sql<ItemPlan[]>`(
+    SELECT coalesce(json_agg(json_build_object('plan', ${products.plan}, 'interval', ${prices.interval}, 'intervalCount', ${prices.intervalCount})
+      ORDER BY ${subscriptionItems.providerItemId}, ${subscriptionItems.providerPriceId}), '[]'::json)
+    FROM ${subscriptionItems}
+    LEFT JOIN ${prices} ON ${prices.providerPriceId} = ${subscriptionItems.providerPriceId}
+    LEFT JOIN ${products} ON ${products.providerProductId} = ${prices.providerProductId}
+    WHERE ${subscriptionItems.subscriptionId} = ${subscriptions.id})`;
+  const [row] = await db
+    .select({ subscription: subscriptions, customer: billingCustomers, override: planOverrides, items })
+    .from(sql`(SELECT 1) AS anchor`)
+    .leftJoin(subscriptions, sql`${subscriptions.id} = (${granting})`)
+    .leftJoin(billingCustomers, eq(billingCustomers.providerCustomerId, subscriptions.providerCustomerId))
+    .leftJoin(
+      planOverrides,
+      and(eq(planOverrides.workspaceId, workspaceId), or(isNull(planOverrides.endsAt), gt(planOverrides.endsAt, now))),
+    );
+  return {
+    subscription: row?.subscription ?? null,
+    customer: row?.customer ?? null,
+    override: row?.override ?? null,
+    items: row?.subscription ? (row.items ?? []) : [],
+  };
+}
+
 /** The subscription that grants the workspace its plan, if any (at most one, by index). */
 export async function findGrantingSubscription(db: DbOrTx, workspaceId: string): Promise<SubscriptionRow | undefined> {
   const [row] = await db
@@ -23,21 +67,6 @@ export async function findGrantingSubscription(db: DbOrTx, workspaceId: string):
     .orderBy(desc(subscriptions.updatedAt))
     .limit(1);
   return row;
-}
-
-/** The plan keys and billing intervals of a subscription's items (through price → product). */
-export async function findSubscriptionItemPlans(db: DbOrTx, subscriptionId: string) {
-  return db
-    .select({ plan: products.plan, interval: prices.interval, intervalCount: prices.intervalCount })
-    .from(subscriptionItems)
-    .leftJoin(prices, eq(prices.providerPriceId, subscriptionItems.providerPriceId))
-    .leftJoin(
-      products,
-      eq(products.providerProductId, prices.providerProductId),
-    )
-    .where(eq(subscriptionItems.subscriptionId, subscriptionId))
-    // A stable order: ties between items of one plan must resolve the same way every time.
-    .orderBy(subscriptionItems.providerItemId, subscriptionItems.providerPriceId);
 }
 
 export async function findCustomerByProviderId(db: DbOrTx, providerCustomerId: string): Promise<CustomerRow | undefined> {
@@ -51,15 +80,6 @@ export async function findCustomerByUser(db: DbOrTx, userId: number): Promise<Cu
 }
 
 // --- plan overrides ------------------------------------------------------------------------------
-
-/** The workspace's override if it is in force at `now` (no end, or an end still ahead). */
-export async function findActivePlanOverride(db: DbOrTx, workspaceId: string, now: Date): Promise<PlanOverrideRow | undefined> {
-  const [row] = await db
-    .select()
-    .from(planOverrides)
-    .where(and(eq(planOverrides.workspaceId, workspaceId), or(isNull(planOverrides.endsAt), gt(planOverrides.endsAt, now))));
-  return row;
-}
 
 export async function findPlanOverride(db: DbOrTx, workspaceId: string): Promise<PlanOverrideRow | undefined> {
   const [row] = await db.select().from(planOverrides).where(eq(planOverrides.workspaceId, workspaceId));

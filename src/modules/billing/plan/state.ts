@@ -56,9 +56,9 @@ export async function resolveBillingState(
   workspace: { id: string; ownerId: number },
   now = new Date(),
 ): Promise<BillingState> {
-  // One after the other: `db` may be a transaction's single connection.
-  const fromSubscription = await subscriptionState(db, plans, workspace, now);
-  const override = await repo.findActivePlanOverride(db, workspace.id, now);
+  const inputs = await repo.findBillingInputs(db, workspace.id, now);
+  const fromSubscription = subscriptionState(plans, workspace, inputs, now);
+  const { override } = inputs;
   if (!override || !isPlanKey(override.plan)) return { ...fromSubscription, override: null };
   const plan = plans[override.plan];
   if (fromSubscription.renewsAt || plan.key === 'free') return { ...fromSubscription, plan, override };
@@ -68,13 +68,12 @@ export async function resolveBillingState(
 
 const isPlanKey = (key: string): key is PlanKey => (planKeys as readonly string[]).includes(key);
 
-async function subscriptionState(
-  db: DbOrTx,
+function subscriptionState(
   plans: Plans,
   workspace: { id: string; ownerId: number },
+  { subscription, items, customer }: Awaited<ReturnType<typeof repo.findBillingInputs>>,
   now: Date,
-): Promise<Omit<BillingState, 'override'>> {
-  const subscription = (await repo.findGrantingSubscription(db, workspace.id)) ?? null;
+): Omit<BillingState, 'override'> {
   if (!subscription) {
     return {
       plan: plans.free,
@@ -91,7 +90,7 @@ async function subscriptionState(
   let planKey: PlanKey = 'free';
   let interval = 'month';
   let chosen = false;
-  for (const item of await repo.findSubscriptionItemPlans(db, subscription.id)) {
+  for (const item of items) {
     const key = (planKeys as readonly string[]).includes(item.plan ?? '') ? (item.plan as PlanKey) : 'free';
     if (planRank(key) > planRank(planKey) || (!chosen && planRank(key) === planRank(planKey))) {
       chosen = true;
@@ -100,7 +99,6 @@ async function subscriptionState(
     }
   }
 
-  const customer = await repo.findCustomerByProviderId(db, subscription.providerCustomerId);
   const billingContactId = customer?.userId ?? workspace.ownerId;
   const plan = plans[planKey];
 
