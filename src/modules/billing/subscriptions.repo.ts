@@ -1,10 +1,9 @@
-import { and, asc, desc, eq, inArray, isNull, ne, type SQL, sql } from 'drizzle-orm';
+import { eq, type SQL, sql } from 'drizzle-orm';
 import { type DbOrTx, queryRows } from '../../db/client.js';
 import { newId } from '../../db/columns.js';
-import { isUniqueViolation } from '../../db/errors.js';
 import type { ClaimParts } from './webhook/inbox.repo.js';
 import type { WebhookOutcome } from './webhook/webhook.schemas.js';
-import { accessGrantingStatuses, billingCustomers, subscriptionItems, subscriptions } from './billing.table.js';
+import { accessGrantingStatuses, billingCustomers, subscriptions } from './billing.table.js';
 
 /**
  * Writes of the locally mirrored customers and subscriptions (with their items). Every mirrored
@@ -42,32 +41,6 @@ export async function lockSubscription(tx: DbOrTx, providerSubscriptionId: strin
     .where(eq(subscriptions.providerSubscriptionId, providerSubscriptionId))
     .for('update');
   return row;
-}
-
-/** Inserts a new subscription (on no workspace yet); undefined when a concurrent event inserted it first. */
-export async function insertSubscription(tx: DbOrTx, values: SubscriptionFields): Promise<SubscriptionRow | undefined> {
-  const [row] = await tx
-    .insert(subscriptions)
-    .values({ ...values, workspaceId: null })
-    .onConflictDoNothing({ target: subscriptions.providerSubscriptionId })
-    .returning();
-  return row;
-}
-
-/**
- * Writes every field and takes the subscription off its workspace; `attachSubscription` puts it
- * back (or on another) in the same transaction once the one-granting-subscription rule allows it.
- */
-export async function updateSubscriptionFields(tx: DbOrTx, id: string, values: SubscriptionFields): Promise<void> {
-  await tx
-    .update(subscriptions)
-    .set({ ...values, workspaceId: null, updatedAt: new Date() })
-    .where(eq(subscriptions.id, id));
-}
-
-export async function replaceItems(tx: DbOrTx, subscriptionId: string, items: ItemValues[]): Promise<void> {
-  await tx.delete(subscriptionItems).where(eq(subscriptionItems.subscriptionId, subscriptionId));
-  if (items.length) await tx.insert(subscriptionItems).values(items.map((item) => ({ ...item, subscriptionId })));
 }
 
 /** What a subscription event's first statement learns, with its claim of the event. */
@@ -217,8 +190,9 @@ export async function writeSubscription(
 }
 
 /**
- * One statement: puts the newest waiting subscription (see findWaitingSubscriptions) on the
- * workspace when no access-granting subscription holds it; the one attached, if any. Throws the
+ * One statement: puts the newest waiting subscription (access-granting, on no workspace, naming
+ * the workspace in metadata: another one held it when it was processed; newest event first) on
+ * the workspace when no access-granting subscription holds it; the one attached, if any. Throws the
  * unique violation of ONE_GRANTING_INDEX when a concurrent transaction attached one meanwhile.
  */
 export async function attachWaitingSubscription(tx: DbOrTx, workspaceId: string): Promise<string | undefined> {
@@ -239,54 +213,5 @@ export async function attachWaitingSubscription(tx: DbOrTx, workspaceId: string)
   return row?.provider_subscription_id;
 }
 
-/** Another subscription on the workspace that grants access, if any. */
-export async function findOtherGranting(db: DbOrTx, workspaceId: string, exceptId: string) {
-  const [row] = await db
-    .select({ id: subscriptions.id, providerSubscriptionId: subscriptions.providerSubscriptionId })
-    .from(subscriptions)
-    .where(
-      and(
-        eq(subscriptions.workspaceId, workspaceId),
-        inArray(subscriptions.status, granting),
-        ne(subscriptions.id, exceptId),
-      ),
-    )
-    .limit(1);
-  return row;
-}
-
 export const ONE_GRANTING_INDEX = 'subscriptions_one_granting_per_workspace';
 
-/**
- * Puts the subscription on the workspace inside a savepoint. False when the partial unique index
- * refuses it: a concurrent transaction attached a different access-granting subscription first.
- */
-export async function attachSubscription(tx: DbOrTx, id: string, workspaceId: string): Promise<boolean> {
-  try {
-    await tx.transaction(async (savepoint) => {
-      await savepoint.update(subscriptions).set({ workspaceId }).where(eq(subscriptions.id, id));
-    });
-    return true;
-  } catch (error) {
-    if (isUniqueViolation(error, ONE_GRANTING_INDEX)) return false;
-    throw error;
-  }
-}
-
-/**
- * Access-granting subscriptions that name the workspace in metadata but are on no workspace,
- * because another one held it when they were processed. Newest event first.
- */
-export async function findWaitingSubscriptions(db: DbOrTx, workspaceId: string) {
-  return db
-    .select({ id: subscriptions.id, providerSubscriptionId: subscriptions.providerSubscriptionId })
-    .from(subscriptions)
-    .where(
-      and(
-        isNull(subscriptions.workspaceId),
-        inArray(subscriptions.status, granting),
-        sql`${subscriptions.metadata}->>'workspace_id' = ${workspaceId}`,
-      ),
-    )
-    .orderBy(desc(subscriptions.lastEventAt), asc(subscriptions.providerSubscriptionId));
-}

@@ -21,27 +21,13 @@ export interface InboxEvent {
 
 /**
  * Claims an event for processing inside the caller's transaction: inserts it, or takes over a
- * previous `failed` attempt (attempts + 1). Returns false when the event is already recorded with
- * a final outcome. A concurrent claim of the same id waits on the primary key until this
- * transaction ends, then sees the committed outcome. The placeholder outcome `failed` is never
- * committed: `finishEvent` replaces it, or the transaction rolls back.
- */
-export async function claimEvent(tx: DbOrTx, event: InboxEvent): Promise<boolean> {
-  const rows = await tx
-    .insert(webhookEvents)
-    .values({ id: event.id, type: event.type, createdAt: event.createdAt, outcome: 'failed', attempts: 1, payload: event.payload })
-    .onConflictDoUpdate({
-      target: webhookEvents.id,
-      set: { attempts: sql.raw('"webhook_events"."attempts" + 1'), error: null, receivedAt: new Date(), payload: event.payload },
-      setWhere: sql.raw(`"webhook_events"."outcome" = 'failed'`),
-    })
-    .returning({ id: webhookEvents.id });
-  return rows.length > 0;
-}
-
-/**
- * The claim of `claimEvent` as parts of one statement, so a mirror claims the event and reads or
- * writes its object in a single round trip: `cte` is a `WITH` entry named `claim` (its rows: the
+ * previous `failed` attempt (attempts + 1); a duplicate is an event already recorded with a final
+ * outcome. A concurrent claim of the same id waits on the primary key until this transaction
+ * ends, then sees the committed outcome. The placeholder outcome `failed` is never committed: the
+ * mirror finishes the event (`finishCte`, `finishEvent`), or the transaction rolls back.
+ *
+ * The claim comes as parts of one statement, so a mirror claims the event and reads or writes its
+ * object in a single round trip: `cte` is a `WITH` entry named `claim` (its rows: the
  * claimed id, none for a duplicate), `columns` the select-list entries `claimed` (boolean) and
  * `previous` (the recorded outcome of a duplicate, as committed when the statement started; null
  * when it committed later). Without an event (a replay, which locked its row with `lockEvent`),
