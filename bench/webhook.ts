@@ -3,7 +3,7 @@
  * (`POST /api/subscriptions/webhook`: signature check, validation, inbox claim, one transaction
  * per event), on PostgreSQL.
  *
- *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/webhook.ts \
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:webhook \
  *     [-- --events 3000 --concurrency 16 --warmup 300 --no-record]
  *
  * DATABASE_URL names the server only: the benchmark creates its own database
@@ -17,6 +17,10 @@
  * calls on 127.0.0.1 in the same process as the server (the figures include its cost). A second
  * phase redelivers already processed events (the duplicate fast path). Results are printed and
  * appended to bench/RESULTS.md.
+ *
+ * SQL statements are counted in-process on PostgreSQL (every `query` of a node-postgres client,
+ * BEGIN/COMMIT/SAVEPOINT included): per event over the measured phase, and per event type in a
+ * sequential probe afterwards (`--probe` new events of each type, one at a time).
  */
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -41,6 +45,7 @@ const { values: args } = parseArgs({
     events: { type: 'string', default: process.env.BENCH_EVENTS ?? '3000' },
     concurrency: { type: 'string', default: process.env.BENCH_CONCURRENCY ?? '16' },
     warmup: { type: 'string', default: process.env.BENCH_WARMUP_EVENTS ?? '300' },
+    probe: { type: 'string', default: process.env.BENCH_PROBE_EVENTS ?? '50' },
     'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
   },
   allowPositionals: false,
@@ -54,6 +59,29 @@ function positiveInt(name: string, value: string | undefined, min = 1): number {
 const totalEvents = positiveInt('events', args.events);
 const concurrency = positiveInt('concurrency', args.concurrency);
 const warmupEvents = positiveInt('warmup', args.warmup, 0);
+const probeEvents = positiveInt('probe', args.probe, 0);
+
+/** Statements sent by every node-postgres client of this process (pool queries included). */
+const statements = { total: 0, byKind: new Map<string, number>() };
+{
+  const original = pg.Client.prototype.query as (...a: unknown[]) => unknown;
+  (pg.Client.prototype as { query: unknown }).query = function (this: pg.Client, ...a: unknown[]) {
+    statements.total += 1;
+    const first = a[0];
+    const text = typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? '');
+    const kind = /^\s*(\w+)/.exec(text)?.[1]?.toUpperCase() ?? '?';
+    statements.byKind.set(kind, (statements.byKind.get(kind) ?? 0) + 1);
+    return original.apply(this, a);
+  };
+}
+const countStatements = () => {
+  const total = statements.total;
+  const kinds = new Map(statements.byKind);
+  return () => {
+    const delta = Object.fromEntries([...statements.byKind].map(([k, n]) => [k, n - (kinds.get(k) ?? 0)]).filter(([, n]) => Number(n) > 0));
+    return { total: statements.total - total, kinds: delta as Record<string, number> };
+  };
+};
 
 const SUBSCRIPTIONS = 50;
 const PRODUCTS = 20;
@@ -164,14 +192,17 @@ interface PhaseResult {
   seconds: number;
   latencies: number[];
   statuses: Record<number, number>;
+  /** SQL statements sent during the phase (PostgreSQL only). */
+  statements?: number;
 }
 
 /** Sends every body (signed at send time) with at most `concurrency` requests in flight. */
-async function run(label: string, url: string, bodies: string[]): Promise<PhaseResult> {
+async function run(label: string, url: string, bodies: string[], inFlight = concurrency): Promise<PhaseResult> {
   const latencies: number[] = [];
   const statuses: Record<number, number> = {};
   let next = 0;
   const started = performance.now();
+  const counted = countStatements();
   async function worker() {
     while (next < bodies.length) {
       const body = bodies[next++]!;
@@ -183,8 +214,9 @@ async function run(label: string, url: string, bodies: string[]): Promise<PhaseR
       statuses[response.status] = (statuses[response.status] ?? 0) + 1;
     }
   }
-  await Promise.all(Array.from({ length: Math.min(concurrency, bodies.length) }, worker));
-  return { label, events: bodies.length, seconds: (performance.now() - started) / 1000, latencies, statuses };
+  await Promise.all(Array.from({ length: Math.min(inFlight, bodies.length) }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  return { label, events: bodies.length, seconds, latencies, statuses, statements: counted().total };
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -192,18 +224,22 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFracti
 
 function table(results: PhaseResult[]): string {
   const lines = [
-    '| phase | events | events/s | latency p50 (ms) | latency p99 (ms) | statuses |',
-    '|---|---:|---:|---:|---:|---|',
+    '| phase | events | events/s | latency p50 (ms) | latency p99 (ms) | SQL statements / event | statuses |',
+    '|---|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of results) {
     const sorted = [...r.latencies].sort((a, b) => a - b);
     lines.push(
       `| ${r.label} | ${fmt(r.events)} | ${fmt(r.events / r.seconds)} | ${fmt(percentile(sorted, 50), 1)} | ${fmt(percentile(sorted, 99), 1)} | ` +
+        `${statementsCounted ? fmt((r.statements ?? 0) / r.events, 2) : 'n/a'} | ` +
         `${Object.entries(r.statuses).map(([s, n]) => `${s}: ${n}`).join(', ')} |`,
     );
   }
   return lines.join('\n');
 }
+
+/** Statements are counted on node-postgres clients only (PGlite is not instrumented). */
+let statementsCounted = false;
 
 const RESULTS_HEADER = `# Benchmark results
 
@@ -212,7 +248,26 @@ the date and the settings, so compare only entries from the same machine. How to
 [README.md](README.md).
 `;
 
-function record(results: PhaseResult[], database: string, outcomes: string, poolSize: number, loadBefore: string): void {
+/** Sequential new events of one type each, with the statements each type costs. */
+async function probe(url: string, base: number, fixture: Fixture, from: number): Promise<string[]> {
+  if (!statementsCounted || probeEvents === 0) return [];
+  const lines: string[] = [];
+  for (const [slot, label] of [[0, 'customer.subscription.updated'], [4, 'product.updated'], [7, 'price.updated']] as const) {
+    const bodies = Array.from({ length: probeEvents }, (_, k) => JSON.stringify(makeEvent(from + 10 * k + slot, base, fixture)));
+    const counted = countStatements();
+    const r = await run(`probe ${label}`, url, bodies, 1);
+    const { total, kinds } = counted();
+    if (Object.keys(r.statuses).some((s) => s !== '200')) throw new Error(`probe ${label}: ${JSON.stringify(r.statuses)}`);
+    const perKind = Object.entries(kinds)
+      .sort(([, a], [, b]) => b - a)
+      .map(([k, n]) => `${k} ${fmt(n / probeEvents, 2)}`)
+      .join(', ');
+    lines.push(`\`${label}\`: ${fmt(total / probeEvents, 2)} statements per event (${perKind})`);
+  }
+  return lines;
+}
+
+function record(results: PhaseResult[], database: string, outcomes: string, poolSize: number, loadBefore: string, perType: string[]): void {
   if (!existsSync(RESULTS_FILE)) writeFileSync(RESULTS_FILE, RESULTS_HEADER);
   const m = machine();
   appendFileSync(
@@ -221,7 +276,7 @@ function record(results: PhaseResult[], database: string, outcomes: string, pool
       '',
       `## webhook: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}`,
       '',
-      '`npx tsx bench/webhook.ts`: signed events through `POST /api/subscriptions/webhook` (signature',
+      '`npm run bench:webhook`: signed events through `POST /api/subscriptions/webhook` (signature',
       'check, validation, inbox claim and one transaction per event). Mix: 40 % subscription updates (50',
       'subscriptions on 50 workspaces), 30 % product updates (20 products, plan + features sync), 30 % price',
       'updates (40 prices); a bounded pool of `fetch` calls in the same process on 127.0.0.1, after a warm-up.',
@@ -231,6 +286,9 @@ function record(results: PhaseResult[], database: string, outcomes: string, pool
       `- Node ${m.node}; database: ${database}; 1-minute load average ${loadBefore} before the run, ${os.loadavg()[0]!.toFixed(2)} after`,
       `- settings: ${concurrency} concurrent requests, ${warmupEvents} warm-up events, ${poolSize} database connections (DATABASE_POOL_SIZE)`,
       `- inbox outcomes: ${outcomes}`,
+      ...(perType.length
+        ? [`- SQL statements (node-postgres \`query\` calls, BEGIN/COMMIT included), ${probeEvents} sequential new events of each type after the run:`, ...perType.map((l) => `  - ${l}`)]
+        : []),
       '',
       table(results),
       '',
@@ -243,6 +301,7 @@ async function main(): Promise<void> {
   const loadBefore = os.loadavg()[0]!.toFixed(2);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wsai-bench-webhook-'));
   const bench = process.env.DATABASE_URL ? await createBenchDatabase(process.env.DATABASE_URL) : undefined;
+  statementsCounted = Boolean(bench);
   const database = bench?.label ?? 'PGlite (embedded, temporary directory)';
   const config = loadConfig({
     ...process.env,
@@ -277,19 +336,21 @@ async function main(): Promise<void> {
     if (warmupEvents) await run('warm-up', url, bodies.slice(0, warmupEvents));
     const fresh = await run('new events', url, bodies.slice(warmupEvents));
     const redelivery = await run('redelivery', url, bodies.slice(warmupEvents, warmupEvents + Math.min(totalEvents, 1000)));
+    const perType = await probe(url, base, fixture, Math.ceil((warmupEvents + totalEvents) / 10) * 10);
 
+    const expected = warmupEvents + totalEvents + (perType.length ? 3 * probeEvents : 0);
     const rows = await db.select({ outcome: webhookEvents.outcome, n: count() }).from(webhookEvents).groupBy(webhookEvents.outcome);
     const outcomes = rows.map((r) => `${r.outcome} ${r.n}`).join(', ');
     const [{ n } = { n: 0 }] = await db.select({ n: count() }).from(webhookEvents);
 
     const m = machine();
     const results = [fresh, redelivery];
-    process.stdout.write(`\n${m.cpus} CPUs, ${m.cpu}, Node ${m.node}; ${database}\ninbox: ${n} events (${outcomes})\n\n${table(results)}\n\n`);
+    process.stdout.write(`\n${m.cpus} CPUs, ${m.cpu}, Node ${m.node}; ${database}\ninbox: ${n} events (${outcomes})\n\n${table(results)}\n\n${perType.map((l) => `${l}\n`).join('')}\n`);
     const failures = results.filter((r) => Object.keys(r.statuses).some((s) => s !== '200'));
-    if (n !== warmupEvents + totalEvents) process.stdout.write(`warning: the inbox holds ${n} events, expected ${warmupEvents + totalEvents}\n`);
+    if (n !== expected) process.stdout.write(`warning: the inbox holds ${n} events, expected ${expected}\n`);
     if (args['no-record']) process.stdout.write('not recorded (--no-record)\n');
-    else record(results, database, outcomes, config.DATABASE_POOL_SIZE, loadBefore);
-    if (failures.length || n !== warmupEvents + totalEvents) process.exitCode = 1;
+    else record(results, database, outcomes, config.DATABASE_POOL_SIZE, loadBefore, perType);
+    if (failures.length || n !== expected) process.exitCode = 1;
   } finally {
     await app.close();
     await deps.close();

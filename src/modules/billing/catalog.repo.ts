@@ -1,5 +1,8 @@
 import { and, asc, desc, eq, inArray, notInArray, sql } from 'drizzle-orm';
-import type { DbOrTx } from '../../db/client.js';
+import { type DbOrTx, queryRows } from '../../db/client.js';
+import { newId } from '../../db/columns.js';
+import type { ClaimParts } from './webhook/inbox.repo.js';
+import type { WebhookOutcome } from './webhook/webhook.schemas.js';
 import { features, prices, productFeatures, products } from './billing.table.js';
 
 /**
@@ -56,6 +59,81 @@ export async function syncProductFeatures(tx: DbOrTx, productId: string, keys: s
     .insert(productFeatures)
     .values(ids.map((featureId) => ({ productId, featureId })))
     .onConflictDoNothing();
+}
+
+/** A catalog event's one statement: its claim, and the object's id unless stale (or not claimed). */
+export interface CatalogEventResult {
+  claimed: boolean;
+  previous: WebhookOutcome | null;
+  id: string | undefined;
+}
+
+/**
+ * One statement: claims the event (`claim`) and, when claimed, does `upsertProduct` and
+ * `syncProductFeatures`. `featuresSynced` is false when a feature key was created by a concurrent
+ * transaction after the statement started (its row is not visible to it): the caller then runs
+ * `syncProductFeatures`, whose statements see it.
+ */
+export async function upsertProductForEvent(
+  tx: DbOrTx,
+  claim: ClaimParts,
+  values: ProductValues,
+  keys: string[],
+): Promise<CatalogEventResult & { featuresSynced: boolean }> {
+  const featureRows = JSON.stringify(keys.map((key) => ({ id: newId(), key })));
+  const [row] = await queryRows<{ claimed: boolean; previous: WebhookOutcome | null; id: string | null; synced: boolean }>(
+    tx,
+    sql`WITH ${claim.cte},
+      up AS (
+        INSERT INTO products (id, provider_product_id, name, active, plan, metadata, last_event_at)
+        SELECT ${newId()}::uuid, ${values.providerProductId}, ${values.name}, ${values.active}::boolean, ${values.plan},
+          ${JSON.stringify(values.metadata)}::jsonb, ${values.lastEventAt.toISOString()}::timestamptz
+        WHERE EXISTS (SELECT 1 FROM claim)
+        ON CONFLICT (provider_product_id) DO UPDATE SET name = excluded.name, active = excluded.active, plan = excluded.plan,
+          metadata = excluded.metadata, last_event_at = excluded.last_event_at, updated_at = ${new Date().toISOString()}::timestamptz
+        WHERE products.last_event_at <= excluded.last_event_at
+        RETURNING id
+      ),
+      wanted AS (SELECT f.id, f.key FROM jsonb_to_recordset(${featureRows}::jsonb) AS f(id uuid, key text)),
+      created AS (
+        INSERT INTO features (id, key) SELECT id, key FROM wanted WHERE EXISTS (SELECT 1 FROM up) ORDER BY key
+        ON CONFLICT (key) DO NOTHING
+        RETURNING id
+      ),
+      ids AS (SELECT id FROM created UNION ALL SELECT f.id FROM features f WHERE f.key IN (SELECT key FROM wanted)),
+      removed AS (
+        DELETE FROM product_features WHERE product_id = (SELECT id FROM up) AND feature_id NOT IN (SELECT id FROM ids)
+      ),
+      added AS (
+        INSERT INTO product_features (product_id, feature_id) SELECT up.id, ids.id FROM up, ids ON CONFLICT DO NOTHING
+      )
+      SELECT ${claim.columns}, (SELECT id FROM up) AS id,
+        (SELECT count(*) FROM ids) = (SELECT count(*) FROM wanted) AS synced`,
+  );
+  return { claimed: row!.claimed, previous: row!.previous, id: row!.id ?? undefined, featuresSynced: row!.synced };
+}
+
+/** One statement: claims the event (`claim`) and, when claimed, does `upsertPrice`. */
+export async function upsertPriceForEvent(tx: DbOrTx, claim: ClaimParts, values: PriceValues): Promise<CatalogEventResult> {
+  const [row] = await queryRows<{ claimed: boolean; previous: WebhookOutcome | null; id: string | null }>(
+    tx,
+    sql`WITH ${claim.cte},
+      up AS (
+        INSERT INTO prices (id, provider_price_id, provider_product_id, active, currency, unit_amount, interval, interval_count, freq, last_event_at)
+        SELECT ${newId()}::uuid, ${values.providerPriceId}, ${values.providerProductId}, ${values.active}::boolean, ${values.currency},
+          ${values.unitAmount}::bigint, ${values.interval}, ${values.intervalCount}::integer, ${values.freq},
+          ${values.lastEventAt.toISOString()}::timestamptz
+        WHERE EXISTS (SELECT 1 FROM claim)
+        ON CONFLICT (provider_price_id) DO UPDATE SET provider_product_id = excluded.provider_product_id, active = excluded.active,
+          currency = excluded.currency, unit_amount = excluded.unit_amount, interval = excluded.interval,
+          interval_count = excluded.interval_count, freq = excluded.freq, last_event_at = excluded.last_event_at,
+          updated_at = ${new Date().toISOString()}::timestamptz
+        WHERE prices.last_event_at <= excluded.last_event_at
+        RETURNING id
+      )
+      SELECT ${claim.columns}, (SELECT id FROM up) AS id`,
+  );
+  return { claimed: row!.claimed, previous: row!.previous, id: row!.id ?? undefined };
 }
 
 export interface PriceValues {

@@ -1,4 +1,4 @@
-import { and, desc, eq, sql } from 'drizzle-orm';
+import { and, desc, eq, type SQL, sql } from 'drizzle-orm';
 import { type DbOrTx, queryRows } from '../../../db/client.js';
 import { webhookEvents } from '../billing.table.js';
 import type { WebhookOutcome } from './webhook.schemas.js';
@@ -21,22 +21,45 @@ export interface InboxEvent {
 
 /**
  * Claims an event for processing inside the caller's transaction: inserts it, or takes over a
- * previous `failed` attempt (attempts + 1). Returns false when the event is already recorded with
- * a final outcome. A concurrent claim of the same id waits on the primary key until this
- * transaction ends, then sees the committed outcome. The placeholder outcome `failed` is never
- * committed: `finishEvent` replaces it, or the transaction rolls back.
+ * previous `failed` attempt (attempts + 1); a duplicate is an event already recorded with a final
+ * outcome. A concurrent claim of the same id waits on the primary key until this transaction
+ * ends, then sees the committed outcome. The placeholder outcome `failed` is never committed: the
+ * mirror finishes the event (`finishCte`, `finishEvent`), or the transaction rolls back.
+ *
+ * The claim comes as parts of one statement, so a mirror claims the event and reads or writes its
+ * object in a single round trip: `cte` is a `WITH` entry named `claim` (its rows: the
+ * claimed id, none for a duplicate), `columns` the select-list entries `claimed` (boolean) and
+ * `previous` (the recorded outcome of a duplicate, as committed when the statement started; null
+ * when it committed later). Without an event (a replay, which locked its row with `lockEvent`),
+ * the event counts as claimed.
  */
-export async function claimEvent(tx: DbOrTx, event: InboxEvent): Promise<boolean> {
-  const rows = await tx
-    .insert(webhookEvents)
-    .values({ id: event.id, type: event.type, createdAt: event.createdAt, outcome: 'failed', attempts: 1, payload: event.payload })
-    .onConflictDoUpdate({
-      target: webhookEvents.id,
-      set: { attempts: sql.raw('"webhook_events"."attempts" + 1'), error: null, receivedAt: new Date(), payload: event.payload },
-      setWhere: sql.raw(`"webhook_events"."outcome" = 'failed'`),
-    })
-    .returning({ id: webhookEvents.id });
-  return rows.length > 0;
+export interface ClaimParts {
+  cte: SQL;
+  columns: SQL;
+}
+
+export function claimParts(event: InboxEvent | null): ClaimParts {
+  if (!event) return { cte: sql`claim AS (SELECT 1)`, columns: sql`true AS claimed, NULL::text AS previous` };
+  const now = new Date().toISOString();
+  return {
+    cte: sql`claim AS (
+      INSERT INTO webhook_events (id, type, created_at, outcome, attempts, payload)
+      VALUES (${event.id}, ${event.type}, ${event.createdAt.toISOString()}::timestamptz, 'failed', 1, ${event.payload})
+      ON CONFLICT (id) DO UPDATE SET attempts = webhook_events.attempts + 1, error = NULL,
+        received_at = ${now}::timestamptz, payload = excluded.payload
+      WHERE webhook_events.outcome = 'failed'
+      RETURNING id
+    )`,
+    columns: sql`EXISTS (SELECT 1 FROM claim) AS claimed, (SELECT w.outcome FROM webhook_events w WHERE w.id = ${event.id}) AS previous`,
+  };
+}
+
+/**
+ * `finishEvent` as a `WITH` entry named `finish`, for the statement that writes the mirror (the
+ * event was claimed by an earlier statement of the transaction); `when` gates it.
+ */
+export function finishCte(id: string, outcome: WebhookOutcome, when: SQL = sql`true`): SQL {
+  return sql`finish AS (UPDATE webhook_events SET outcome = ${outcome}, error = NULL WHERE id = ${id} AND ${when})`;
 }
 
 export async function finishEvent(tx: DbOrTx, id: string, outcome: WebhookOutcome, error: string | null = null) {

@@ -1,9 +1,10 @@
 import type { DbOrTx } from '../../../db/client.js';
+import { isUniqueViolation } from '../../../db/errors.js';
 import { isUuid } from '../../../platform/ids.js';
-import { findCustomerByProviderId } from '../billing.repo.js';
 import { accessGrantingStatuses, endedStatuses } from '../billing.table.js';
 import * as subscriptionStore from '../subscriptions.repo.js';
-import { findWorkspace } from '../../workspaces/index.js';
+import * as inboxStore from './inbox.repo.js';
+import type { InboxEvent } from './inbox.repo.js';
 import type { WebhookLog } from './webhook.log.js';
 import type { EventEnvelope, SubscriptionObject, WebhookOutcome } from './webhook.schemas.js';
 
@@ -35,9 +36,21 @@ function subscriptionFields(event: EventEnvelope, type: string, sub: Subscriptio
   };
 }
 
+/** A duplicate delivery: the event was already recorded with a final outcome (null: not yet visible). */
+export interface Duplicate {
+  duplicate: true;
+  previous: WebhookOutcome | null;
+}
+
 /**
  * Mirrors a `customer.subscription.*` event under the ordering rules of createWebhookService
- * (webhook.service.ts), then attaches the subscription to its workspace.
+ * (webhook.service.ts), then attaches the subscription to its workspace. Claims the event in the
+ * inbox (`claim`; null for a replay, whose inbox row is already locked) and finishes it with the
+ * outcome, in the same transaction: two statements (claim + customer + locked subscription; the
+ * write + items + workspace + inbox outcome), a third when a freed workspace goes to a waiting
+ * subscription. Throws the unique violation of ONE_GRANTING_INDEX when a concurrent transaction
+ * attached another access-granting subscription to the workspace: the caller runs the event again
+ * (it then sees that subscription and records this one on no workspace).
  */
 export async function applySubscription(
   tx: DbOrTx,
@@ -45,99 +58,96 @@ export async function applySubscription(
   type: string,
   sub: SubscriptionObject,
   elog: WebhookLog,
-): Promise<WebhookOutcome> {
+  inbox: InboxEvent | null,
+): Promise<WebhookOutcome | Duplicate> {
+  const fields = subscriptionFields(event, type, sub);
+  const named = sub.metadata.workspace_id;
+  const namedWorkspaceId = named && isUuid(named) ? named : null;
+  const state = await subscriptionStore.claimSubscriptionEvent(tx, inboxStore.claimParts(inbox), {
+    providerSubscriptionId: sub.id,
+    providerCustomerId: sub.customer,
+    namedWorkspaceId,
+  });
+  if (!state.claimed) return { duplicate: true, previous: state.previous };
+  const finish = (outcome: WebhookOutcome) => inboxStore.finishEvent(tx, event.id, outcome);
+
   // 1. The customer account record must exist here.
-  const customer = await findCustomerByProviderId(tx, sub.customer);
-  if (!customer) {
+  if (!state.customerExists) {
     elog.warn({ customer: sub.customer, subscription: sub.id }, 'subscription event for a customer with no account here; skipped');
+    await finish('skipped');
     return 'skipped';
   }
 
-  const fields = subscriptionFields(event, type, sub);
-  let existing = await subscriptionStore.lockSubscription(tx, sub.id);
-  let inserted: subscriptionStore.SubscriptionRow | undefined;
-  if (!existing) {
-    inserted = await subscriptionStore.insertSubscription(tx, fields);
-    // Lost an insert race with another event of the same subscription: decide against its row.
-    if (!inserted) existing = await subscriptionStore.lockSubscription(tx, sub.id);
-  }
-
-  let row: subscriptionStore.SubscriptionRow;
-  if (existing) {
-    const wasEnded = isEnded(existing.status);
-    const endsNow = isEnded(fields.status);
-    // 2. Ended is final: an event that says otherwise is a late one.
-    if (wasEnded && !endsNow) return 'ignored';
-    // Older than what was applied: stale, except an ending event for a live subscription (see createWebhookService).
-    if (fields.lastEventAt < existing.lastEventAt && !(endsNow && !wasEnded)) return 'stale';
-    // 3. Every field, and the items recreated.
-    await subscriptionStore.updateSubscriptionFields(tx, existing.id, fields);
-    row = { ...existing, ...fields, workspaceId: null };
-  } else {
-    row = inserted!;
-  }
-  await subscriptionStore.replaceItems(
-    tx,
-    row.id,
-    sub.items.data.map((item) => ({
-      providerItemId: item.id,
-      providerPriceId: item.price.id,
-      providerProductId: item.price.product,
-      quantity: item.quantity ?? 1,
-    })),
-  );
-
-  // 4. The workspace: the one it is on, else the one named at checkout.
-  const previousWorkspace = existing?.workspaceId ?? null;
-  const attachedTo = await attach(tx, row, previousWorkspace, elog);
-  // It held a workspace with access and no longer does: a subscription that was waiting for
-  // that workspace takes it, as it would have had this event been processed before it.
-  if (previousWorkspace && existing && isGranting(existing.status) && !(attachedTo === previousWorkspace && isGranting(row.status))) {
-    await attachWaiting(tx, previousWorkspace, elog);
-  }
-  return 'applied';
-}
-
-/** Step 4 of the spec; returns the workspace the subscription ends up on. */
-async function attach(
-  tx: DbOrTx,
-  row: subscriptionStore.SubscriptionRow,
-  previousWorkspace: string | null,
-  elog: WebhookLog,
-): Promise<string | null> {
-  const named = row.metadata.workspace_id;
-  let target = previousWorkspace;
-  if (!target && named) {
-    if (isUuid(named) && Boolean(await findWorkspace(tx, named))) target = named;
-    else elog.warn({ subscription: row.providerSubscriptionId, workspace: named }, 'subscription names an unknown workspace; recorded on no workspace');
-  }
-  if (!target) return null;
-
-  const other = await subscriptionStore.findOtherGranting(tx, target, row.id);
-  // An attached subscription that does not grant access stays where it is: it takes nothing away.
-  const keep = other && target === previousWorkspace && !isGranting(row.status);
-  if (other && !keep) {
-    elog.warn(
-      { subscription: row.providerSubscriptionId, workspace: target, holder: other.providerSubscriptionId },
-      'workspace already has a different access-granting subscription; subscription recorded but not attached',
-    );
-    return null;
-  }
-  if (await subscriptionStore.attachSubscription(tx, row.id, target)) return target;
-  elog.warn(
-    { subscription: row.providerSubscriptionId, workspace: target },
-    'a concurrent event attached another access-granting subscription to the workspace; subscription recorded but not attached',
-  );
-  return null;
-}
-
-async function attachWaiting(tx: DbOrTx, workspaceId: string, elog: WebhookLog): Promise<void> {
-  if (!(await findWorkspace(tx, workspaceId))) return;
-  for (const waiting of await subscriptionStore.findWaitingSubscriptions(tx, workspaceId)) {
-    if (await subscriptionStore.findOtherGranting(tx, workspaceId, waiting.id)) return;
-    if (await subscriptionStore.attachSubscription(tx, waiting.id, workspaceId)) {
-      elog.info({ subscription: waiting.providerSubscriptionId, workspace: workspaceId }, 'waiting subscription attached to the freed workspace');
-      return;
+  let existing = state.existing;
+  for (;;) {
+    if (existing) {
+      const wasEnded = isEnded(existing.status);
+      const endsNow = isEnded(fields.status);
+      // 2. Ended is final: an event that says otherwise is a late one.
+      const outcome =
+        wasEnded && !endsNow
+          ? 'ignored'
+          : // Older than what was applied: stale, except an ending event for a live subscription (see createWebhookService).
+            fields.lastEventAt < existing.lastEventAt && !(endsNow && !wasEnded)
+            ? 'stale'
+            : null;
+      if (outcome) {
+        await finish(outcome);
+        return outcome;
+      }
     }
+
+    // 3. Every field, the items recreated, and 4. the workspace: the one it is on, else the one
+    // named at checkout.
+    const previousWorkspace = existing?.workspaceId ?? null;
+    let target = previousWorkspace;
+    if (!target && named) {
+      if (namedWorkspaceId && state.namedWorkspaceExists) target = namedWorkspaceId;
+      else elog.warn({ subscription: sub.id, workspace: named }, 'subscription names an unknown workspace; recorded on no workspace');
+    }
+    let written: Awaited<ReturnType<typeof subscriptionStore.writeSubscription>>;
+    try {
+      written = await subscriptionStore.writeSubscription(tx, {
+        existingId: existing?.id,
+        fields,
+        items: sub.items.data.map((item) => ({
+          providerItemId: item.id,
+          providerPriceId: item.price.id,
+          providerProductId: item.price.product,
+          quantity: item.quantity ?? 1,
+        })),
+        target,
+        // An attached subscription that does not grant access stays where it is: it takes nothing away.
+        evenIfHeld: target !== null && target === previousWorkspace && !isGranting(fields.status),
+        finish: (written) => inboxStore.finishCte(event.id, 'applied', written),
+      });
+    } catch (error) {
+      if (target && isUniqueViolation(error, subscriptionStore.ONE_GRANTING_INDEX)) {
+        elog.warn(
+          { subscription: sub.id, workspace: target },
+          'a concurrent event attached another access-granting subscription to the workspace; subscription recorded but not attached',
+        );
+      }
+      throw error;
+    }
+    if (!written) {
+      // Lost an insert race with another event of the same subscription: decide against its row.
+      existing = await subscriptionStore.lockSubscription(tx, sub.id);
+      continue;
+    }
+    const attachedTo = written.workspaceId;
+    if (target && !attachedTo) {
+      elog.warn(
+        { subscription: sub.id, workspace: target, holder: written.holder },
+        'workspace already has a different access-granting subscription; subscription recorded but not attached',
+      );
+    }
+    // It held a workspace with access and no longer does: a subscription that was waiting for
+    // that workspace takes it, as it would have had this event been processed before it.
+    if (previousWorkspace && existing && isGranting(existing.status) && !(attachedTo === previousWorkspace && isGranting(fields.status))) {
+      const waiting = await subscriptionStore.attachWaitingSubscription(tx, previousWorkspace);
+      if (waiting) elog.info({ subscription: waiting, workspace: previousWorkspace }, 'waiting subscription attached to the freed workspace');
+    }
+    return 'applied';
   }
 }

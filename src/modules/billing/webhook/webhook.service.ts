@@ -4,11 +4,12 @@ import type { ServiceMetrics } from '../../../platform/metrics.js';
 import { assertCleanText } from '../../../platform/input-gate.js';
 import { billingErrors } from '../billing.errors.js';
 import * as inboxStore from './inbox.repo.js';
-import { rootMessage } from '../../../db/errors.js';
+import { isUniqueViolation, rootMessage } from '../../../db/errors.js';
 import { fieldErrorsOf } from '../../../platform/zod-issues.js';
 import { verifyWebhookSignature } from '../payment-provider.js';
 import { applyPrice, applyProduct } from './catalog.mirror.js';
-import { applySubscription } from './subscription.mirror.js';
+import { applySubscription, type Duplicate } from './subscription.mirror.js';
+import { ONE_GRANTING_INDEX } from '../subscriptions.repo.js';
 import { eventLog, type WebhookLog } from './webhook.log.js';
 import {
   eventEnvelope,
@@ -91,13 +92,37 @@ export function createWebhookService({
     return { envelope: envelope.data, type, object: object.data };
   }
 
-  function apply(tx: DbOrTx, event: ParsedEvent & { type: HandledEventType }, elog: WebhookLog): Promise<WebhookOutcome> {
+  /**
+   * Claims (`inbox`; null: a replay holding the inbox row's lock), applies and finishes the event
+   * in `tx`; a duplicate is not applied.
+   */
+  function apply(
+    tx: DbOrTx,
+    event: ParsedEvent & { type: HandledEventType },
+    elog: WebhookLog,
+    inbox: inboxStore.InboxEvent | null,
+  ): Promise<WebhookOutcome | Duplicate> {
     const { type } = event;
     if (type.startsWith('customer.subscription.')) {
-      return applySubscription(tx, event.envelope, type, event.object as SubscriptionObject, elog);
+      return applySubscription(tx, event.envelope, type, event.object as SubscriptionObject, elog, inbox);
     }
-    if (type.startsWith('product.')) return applyProduct(tx, event.envelope, type, event.object as ProductObject);
-    return applyPrice(tx, event.envelope, type, event.object as PriceObject);
+    if (type.startsWith('product.')) return applyProduct(tx, event.envelope, type, event.object as ProductObject, inbox);
+    return applyPrice(tx, event.envelope, type, event.object as PriceObject, inbox);
+  }
+
+  /**
+   * Runs `work` in a transaction, again when a concurrent transaction attached another
+   * access-granting subscription to the workspace meanwhile (the unique index refused the
+   * attachment and aborted the transaction): the next run sees that subscription.
+   */
+  async function inTransaction<T>(work: (tx: DbOrTx) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await db.transaction(work);
+      } catch (error) {
+        if (attempt >= 3 || !isUniqueViolation(error, ONE_GRANTING_INDEX)) throw error;
+      }
+    }
   }
 
   return {
@@ -138,11 +163,11 @@ export function createWebhookService({
       if (parsed.object === null) return { id: stored.id, type: stored.type, outcome: 'unhandled', previous: stored.outcome };
       let outcome: WebhookOutcome;
       try {
-        outcome = await db.transaction(async (tx) => {
+        outcome = await inTransaction(async (tx) => {
           await inboxStore.lockEvent(tx, stored.id);
-          const result = await apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog);
-          await inboxStore.finishEvent(tx, stored.id, result);
-          return result;
+          const result = await apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog, null);
+          // Never a duplicate: without a claim the event counts as claimed.
+          return typeof result === 'string' ? result : stored.outcome;
         });
       } catch (error) {
         const message = rootMessage(error).slice(0, 1000);
@@ -185,14 +210,9 @@ export function createWebhookService({
       return previous(envelope.id);
     }
 
-    let result: { outcome: WebhookOutcome; duplicate: boolean };
+    let result: WebhookOutcome | Duplicate;
     try {
-      result = await db.transaction(async (tx) => {
-        if (!(await inboxStore.claimEvent(tx, inbox))) return { outcome: 'applied' as WebhookOutcome, duplicate: true };
-        const outcome = await apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog);
-        await inboxStore.finishEvent(tx, envelope.id, outcome);
-        return { outcome, duplicate: false };
-      });
+      result = await inTransaction((tx) => apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog, inbox));
     } catch (error) {
       const message = rootMessage(error).slice(0, 1000);
       elog.error({ err: error }, 'payment webhook processing failed; the provider will retry');
@@ -201,9 +221,12 @@ export function createWebhookService({
       });
       throw billingErrors.webhookFailed();
     }
-    if (result.duplicate) return previous(envelope.id);
-    if (result.outcome !== 'applied') elog.info({ outcome: result.outcome }, 'payment webhook event not applied');
-    return { received: true, ...result };
+    if (typeof result !== 'string') {
+      // The outcome committed before the claim's statement started; else read it now.
+      return result.previous && result.previous !== 'failed' ? { received: true, outcome: result.previous, duplicate: true } : previous(envelope.id);
+    }
+    if (result !== 'applied') elog.info({ outcome: result }, 'payment webhook event not applied');
+    return { received: true, outcome: result, duplicate: false };
   }
 
   /** The acknowledgement of a redelivered event: what happened the first time. */
