@@ -16,13 +16,24 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
-import Fastify, { type FastifyInstance } from 'fastify';
+import type autocannon from 'autocannon';
+import Fastify from 'fastify';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config/env.js';
 import { resolveSecretKey } from '../src/config/secret-key.js';
 import { createDeps } from '../src/deps.js';
 import { createLogger } from '../src/platform/logger.js';
+import {
+  call,
+  listen,
+  LOAD_OPTIONS,
+  LOAD_TABLE_HEAD,
+  type LoadTarget,
+  loadCells,
+  loadSettings,
+  measureLoad,
+  reportFailures,
+} from './support.js';
 
 const PREFERRED_PATH = '/api/users/me/';
 // Until /api/users/me/ exists, the account endpoint is the closest authenticated read.
@@ -34,36 +45,15 @@ const RESULTS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'RE
 const { values: args } = parseArgs({
   options: {
     path: { type: 'string', default: process.env.BENCH_PATH },
-    duration: { type: 'string', default: process.env.BENCH_DURATION ?? '10' },
-    warmup: { type: 'string', default: process.env.BENCH_WARMUP ?? '3' },
-    connections: { type: 'string', default: process.env.BENCH_CONNECTIONS ?? '50' },
-    workers: { type: 'string', default: process.env.BENCH_WORKERS ?? '1' },
-    'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
+    ...LOAD_OPTIONS,
   },
   allowPositionals: false,
 });
 
-function positiveInt(name: string, value: string | undefined, min = 1): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min} (got ${value})`);
-  return n;
-}
-
-const duration = positiveInt('duration', args.duration);
-const warmup = positiveInt('warmup', args.warmup, 0);
-const connections = positiveInt('connections', args.connections);
-// One worker thread generates the load so the client does not share the servers' event loop.
-const workers = positiveInt('workers', args.workers, 0);
-
-interface Target {
-  label: string;
-  url: string;
-  path: string;
-  headers: Record<string, string>;
-}
+const { duration, warmup, connections, workers } = loadSettings(args);
 
 interface Row {
-  target: Target;
+  target: LoadTarget;
   result: autocannon.Result;
 }
 
@@ -92,57 +82,8 @@ function describeDatabase(url: string | undefined): string {
   return `PostgreSQL at ${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}`;
 }
 
-async function listen(app: FastifyInstance): Promise<string> {
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (!address || typeof address === 'string') throw new Error('server has no TCP address');
-  return `http://127.0.0.1:${address.port}`;
-}
-
-async function call(base: string, method: string, url: string, body?: unknown, token?: string) {
-  const response = await fetch(`${base}${url}`, {
-    method,
-    headers: {
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
-}
-
-async function measure(target: Target): Promise<autocannon.Result> {
-  process.stdout.write(`measuring ${target.label} GET ${target.path}: ${warmup} s warm-up, ${duration} s run...\n`);
-  const options: autocannon.Options = {
-    url: `${target.url}${target.path}`,
-    headers: target.headers,
-    connections,
-    duration,
-    workers,
-    renderResultsTable: false,
-  };
-  if (warmup > 0) await autocannon({ ...options, duration: warmup });
-  return autocannon(options);
-}
-
-function fmt(n: number, digits = 0): string {
-  return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
-
 function table(rows: Row[]): string {
-  const lines = [
-    '| target | path | req/s (mean) | latency p50 (ms) | latency p99 (ms) | latency mean (ms) | requests | non-2xx + errors |',
-    '|---|---|---:|---:|---:|---:|---:|---:|',
-  ];
-  for (const { target, result } of rows) {
-    lines.push(
-      `| ${target.label} | \`GET ${target.path}\` | ${fmt(result.requests.average)} | ${fmt(result.latency.p50, 1)} | ` +
-        `${fmt(result.latency.p99, 1)} | ${fmt(result.latency.average, 2)} | ${fmt(result.latency.totalCount)} | ` +
-        `${fmt(result.non2xx + result.errors + result.timeouts)} |`,
-    );
-  }
-  return lines.join('\n');
+  return [LOAD_TABLE_HEAD, '|---|---|---:|---:|---:|---:|---:|---:|', ...rows.map(({ target, result }) => loadCells(target, result))].join('\n');
 }
 
 const RESULTS_HEADER = `# Benchmark results
@@ -222,28 +163,22 @@ async function main(): Promise<void> {
     const probe = await call(appUrl, 'GET', benchPath, undefined, token);
     if (probe.status !== 200) throw new Error(`GET ${benchPath} answered ${probe.status}: ${JSON.stringify(probe.body)}`);
 
-    const targets: Target[] = [
+    const targets: LoadTarget[] = [
       { label: 'bare Fastify', url: bareUrl, path: '/bare', headers: {} },
       { label: 'app', url: appUrl, path: benchPath, headers: { authorization: `Bearer ${token}` } },
     ];
     const rows: Row[] = [];
-    for (const target of targets) rows.push({ target, result: await measure(target) });
+    for (const target of targets) rows.push({ target, result: await measureLoad(target, { connections, duration, warmup, workers }) });
 
     const m = machine();
     process.stdout.write(
       `\n${m.cpus} CPUs, ${m.cpu}, ${m.memory}, Node ${m.node}; ${database}; ${connections} connections\n\n` +
         `${table(rows)}\n\n`,
     );
-    const failures = rows.filter(({ result }) => result.non2xx + result.errors + result.timeouts > 0);
-    for (const { target, result } of failures) {
-      process.stdout.write(
-        `warning: ${target.label} had ${result.non2xx} non-2xx responses, ${result.errors} errors, ` +
-          `${result.timeouts} timeouts (status counts: ${JSON.stringify(result.statusCodeStats)})\n`,
-      );
-    }
+    const failed = reportFailures(rows);
     if (args['no-record']) process.stdout.write('not recorded (--no-record)\n');
     else record(rows, database, pathNote);
-    if (failures.length) process.exitCode = 1;
+    if (failed) process.exitCode = 1;
   } finally {
     // On PostgreSQL the bench user would otherwise stay behind.
     if (token && appUrl) {

@@ -1,13 +1,15 @@
 /**
- * Small helpers shared by bench/stream.ts and bench/knowledge.ts: the machine description
- * recorded with every figure, percentiles and number formatting, a throwaway PostgreSQL
- * database, and appending an entry to RESULTS.md.
+ * Small helpers shared by the benchmarks: the machine description recorded with every figure,
+ * percentiles and number formatting, a throwaway PostgreSQL database, appending an entry to
+ * RESULTS.md, and HTTP load with autocannon.
  */
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 
 export const RESULTS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'RESULTS.md');
@@ -108,4 +110,112 @@ export function appendResults(title: string, lines: string[]): void {
 export function machineLine(): string {
   const m = machine();
   return `- machine: ${m.cpus} CPUs (nproc), ${m.cpu}, ${m.memory} RAM, ${m.os}; Node ${m.node}`;
+}
+
+// --- HTTP load (bench/http.ts, bench/list.ts) ---------------------------------------------------
+
+/** Listens on 127.0.0.1 at a free port; returns the base URL. */
+export async function listen(app: FastifyInstance): Promise<string> {
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('server has no TCP address');
+  return `http://127.0.0.1:${address.port}`;
+}
+
+/** One JSON request; the body parsed (or `{}`). */
+export async function call(base: string, method: string, url: string, body?: unknown, token?: string) {
+  const response = await fetch(`${base}${url}`, {
+    method,
+    headers: {
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+export interface LoadTarget {
+  label: string;
+  url: string;
+  path: string;
+  headers: Record<string, string>;
+}
+
+export interface LoadSettings {
+  connections: number;
+  /** Seconds measured. */
+  duration: number;
+  /** Seconds of unrecorded load before (0: none). */
+  warmup: number;
+  /** autocannon worker threads (0: on this thread). */
+  workers: number;
+}
+
+/** autocannon on one GET target: a warm-up, then the measured run (`beforeRun` between them). */
+export async function measureLoad(
+  target: LoadTarget,
+  settings: LoadSettings,
+  beforeRun?: () => void,
+): Promise<autocannon.Result> {
+  process.stdout.write(
+    `measuring ${target.label} GET ${target.path}: ${settings.warmup} s warm-up, ${settings.duration} s run...\n`,
+  );
+  const options: autocannon.Options = {
+    url: `${target.url}${target.path}`,
+    headers: target.headers,
+    connections: settings.connections,
+    duration: settings.duration,
+    workers: settings.workers,
+    renderResultsTable: false,
+  };
+  if (settings.warmup > 0) await autocannon({ ...options, duration: settings.warmup });
+  beforeRun?.();
+  return autocannon(options);
+}
+
+export const LOAD_TABLE_HEAD =
+  '| target | path | req/s (mean) | latency p50 (ms) | latency p99 (ms) | latency mean (ms) | requests | non-2xx + errors |';
+
+/** The columns of LOAD_TABLE_HEAD for one run (extra cells may follow). */
+export function loadCells(target: LoadTarget, result: autocannon.Result): string {
+  return (
+    `| ${target.label} | \`GET ${target.path}\` | ${fmt(result.requests.average)} | ${fmt(result.latency.p50, 1)} | ` +
+    `${fmt(result.latency.p99, 1)} | ${fmt(result.latency.average, 2)} | ${fmt(result.latency.totalCount)} | ` +
+    `${fmt(failedRequests(result))} |`
+  );
+}
+
+export const failedRequests = (result: autocannon.Result) => result.non2xx + result.errors + result.timeouts;
+
+/** Warns about runs that had failures; true when any had. */
+export function reportFailures(rows: { target: LoadTarget; result: autocannon.Result }[]): boolean {
+  const failures = rows.filter(({ result }) => failedRequests(result) > 0);
+  for (const { target, result } of failures) {
+    process.stdout.write(
+      `warning: ${target.label} had ${result.non2xx} non-2xx responses, ${result.errors} errors, ` +
+        `${result.timeouts} timeouts (status counts: ${JSON.stringify(result.statusCodeStats)})\n`,
+    );
+  }
+  return failures.length > 0;
+}
+
+/** The command-line options of an autocannon benchmark (each also read from BENCH_*). */
+export const LOAD_OPTIONS = {
+  duration: { type: 'string', default: process.env.BENCH_DURATION ?? '10' },
+  warmup: { type: 'string', default: process.env.BENCH_WARMUP ?? '3' },
+  connections: { type: 'string', default: process.env.BENCH_CONNECTIONS ?? '50' },
+  // One worker thread generates the load so the client does not share the servers' event loop.
+  workers: { type: 'string', default: process.env.BENCH_WORKERS ?? '1' },
+  'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
+} as const;
+
+export function loadSettings(values: { duration?: string; warmup?: string; connections?: string; workers?: string }): LoadSettings {
+  return {
+    duration: positiveInt('duration', values.duration),
+    warmup: positiveInt('warmup', values.warmup, 0),
+    connections: positiveInt('connections', values.connections),
+    workers: positiveInt('workers', values.workers, 0),
+  };
 }

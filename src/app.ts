@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { validatorCompiler } from 'fastify-type-provider-zod';
 import type { Deps } from './deps.js';
 import { apiKeyGuard } from './modules/auth/api-keys.guard.js';
 import { apiKeysRoutes } from './modules/auth/api-keys.routes.js';
@@ -33,6 +33,7 @@ import { registerIdempotency } from './platform/idempotency/idempotency.js';
 import { registerInputGate } from './platform/input-gate.js';
 import { registerMetrics } from './platform/metrics.js';
 import { registerRequestTracing } from './platform/tracing.js';
+import { serializerCompiler } from './platform/serializer.js';
 import { rateLimitHeaders } from './platform/ratelimit/headers.js';
 import { currentRequestContext, runWithRequestContext } from './platform/request-context.js';
 import { isLocalStorage } from './platform/storage/local.js';
@@ -77,6 +78,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   });
 
   app.setValidatorCompiler(validatorCompiler);
+  // zod for every response, except schemas marked plainResponse() (fast-json-stringify; serializer.ts).
   app.setSerializerCompiler(serializerCompiler);
   // Everything done for a request (jobs it records, say) can find its id.
   app.addHook('onRequest', (request, _reply, done) => runWithRequestContext({ requestId: request.id }, done));

@@ -1,4 +1,5 @@
-import { and, count, desc, eq, exists, inArray, or } from 'drizzle-orm';
+import { and, count, desc, eq, getTableColumns, inArray, type Placeholder, sql } from 'drizzle-orm';
+import { union } from 'drizzle-orm/pg-core';
 import type { DbOrTx } from '../../db/client.js';
 import { users } from '../users/users.table.js';
 import { chatSessions, chatShares } from './chats.table.js';
@@ -29,30 +30,65 @@ export async function findChatByLink(db: DbOrTx, linkUuid: string): Promise<Chat
   return row;
 }
 
-const sharedWith = (userId: number) =>
-  and(eq(chatShares.sessionId, chatSessions.id), eq(chatShares.userId, userId));
+/**
+ * The chats of a workspace a user may see, as three index paths whose union is the visibility
+ * rule: the ones they own (chat_sessions_visible_owner_idx), the public ones
+ * (chat_sessions_visible_public_idx, partial) and the ones shared with them (chat_shares_user_idx
+ * then the primary key). `upTo` bounds each path to its newest rows: the first `upTo` of the
+ * union are among them.
+ */
+function visibleChats(db: DbOrTx, upTo?: Placeholder) {
+  const ws = sql.placeholder('ws');
+  const user = sql.placeholder('user');
+  const columns = { id: chatSessions.id, updatedAt: chatSessions.updatedAt };
+  const newest = [desc(chatSessions.updatedAt), desc(chatSessions.id)];
+  const paths = [
+    db.select(columns).from(chatSessions).where(and(eq(chatSessions.workspaceId, ws), eq(chatSessions.ownerId, user))),
+    // A literal predicate (not a parameter), so the partial index applies to every plan.
+    db.select(columns).from(chatSessions).where(and(eq(chatSessions.workspaceId, ws), sql`${chatSessions.isPublic}`)),
+    db
+      .select(columns)
+      .from(chatShares)
+      .innerJoin(chatSessions, eq(chatSessions.id, chatShares.sessionId))
+      .where(and(eq(chatShares.userId, user), eq(chatSessions.workspaceId, ws))),
+  ] as const;
+  if (!upTo) return union(...paths);
+  const [own, open, shared] = paths.map((path) => path.orderBy(...newest).limit(upTo));
+  return union(own!, open!, shared!);
+}
+
+/** The statements of the chat list, prepared once per database (Drizzle builds their SQL once). */
+function listStatements(db: DbOrTx) {
+  const visibleCount = sql<number>`(select count(*) from ${visibleChats(db).as('visible_ids')})`.mapWith(Number);
+  const page = visibleChats(db, sql.placeholder('upTo')).as('visible');
+  return {
+    // The page and the total in one statement (the count an uncorrelated subquery, run once).
+    page: db
+      .select({ ...getTableColumns(chatSessions), total: visibleCount })
+      .from(page)
+      .innerJoin(chatSessions, eq(chatSessions.id, page.id))
+      .orderBy(desc(chatSessions.updatedAt), desc(chatSessions.id))
+      .limit(sql.placeholder('limit'))
+      .offset(sql.placeholder('offset'))
+      .prepare('chats_visible_page'),
+    // Only for a page past the end, which has no row to carry the total.
+    count: db.select({ total: visibleCount }).from(sql`(select 1) as one`).prepare('chats_visible_count'),
+  };
+}
+
+const prepared = new WeakMap<DbOrTx, ReturnType<typeof listStatements>>();
 
 /** Chats of a workspace the user owns, that are shared with them, or that are public; newest first. */
 export async function listVisibleChats(db: DbOrTx, workspaceId: string, userId: number, limit: number, offset: number) {
-  const where = and(
-    eq(chatSessions.workspaceId, workspaceId),
-    or(
-      eq(chatSessions.ownerId, userId),
-      eq(chatSessions.isPublic, true),
-      exists(db.select({ one: chatShares.id }).from(chatShares).where(sharedWith(userId))),
-    ),
-  );
-  const [rows, [total]] = await Promise.all([
-    db
-      .select()
-      .from(chatSessions)
-      .where(where)
-      .orderBy(desc(chatSessions.updatedAt), desc(chatSessions.id))
-      .limit(limit)
-      .offset(offset),
-    db.select({ n: count() }).from(chatSessions).where(where),
-  ]);
-  return { rows, count: total?.n ?? 0 };
+  let statements = prepared.get(db);
+  if (!statements) prepared.set(db, (statements = listStatements(db)));
+  const params = { ws: workspaceId, user: userId };
+  const found = await statements.page.execute({ ...params, upTo: limit + offset, limit, offset });
+  const rows: ChatRow[] = found.map(({ total: _total, ...row }) => row);
+  if (found.length > 0) return { rows, count: found[0]!.total };
+  if (offset === 0) return { rows, count: 0 };
+  const [total] = await statements.count.execute(params);
+  return { rows, count: total?.total ?? 0 };
 }
 
 export async function updateChat(db: DbOrTx, chatId: string, values: Partial<NewChat>): Promise<ChatRow> {

@@ -109,6 +109,52 @@ describe('list and retrieve', () => {
     expect(mine.id).toBeDefined();
   });
 
+  it('pages through the visible chats newest first, each once, with the count on every page', async () => {
+    const { owner, alice, bob, base } = await setup();
+    const expected: string[] = [];
+    for (let i = 0; i < 3; i += 1) expected.push((await createChat(base, alice, { name: `mine ${i}` })).id);
+    const minePublic = await createChat(base, alice, { name: 'mine, public' });
+    await t.post(`${base}${minePublic.id}/toggle-public/`, {}, alice);
+    expected.push(minePublic.id);
+    for (let i = 0; i < 3; i += 1) {
+      const pub = await createChat(base, bob, { name: `public ${i}` });
+      await t.post(`${base}${pub.id}/toggle-public/`, {}, bob);
+      const shared = await createChat(base, owner, { name: `shared ${i}` });
+      await t.post(`${base}${shared.id}/share/`, { email: alice.email }, owner);
+      await createChat(base, bob, { name: `private ${i}` });
+      expected.push(pub.id, shared.id);
+    }
+    // Shared with her and public too: listed once.
+    const both = await createChat(base, bob, { name: 'shared and public' });
+    await t.post(`${base}${both.id}/share/`, { email: alice.email }, bob);
+    await t.post(`${base}${both.id}/toggle-public/`, {}, bob);
+    expected.push(both.id);
+    // Her chats and a chat shared with her in another workspace are not in this list.
+    const elsewhere = await newWorkspace(t, owner);
+    await addMember(t, elsewhere, alice);
+    const otherBase = `/api/workspaces/${elsewhere.id}/chats/`;
+    await createChat(otherBase, alice, { name: 'elsewhere, mine' });
+    const otherShared = await createChat(otherBase, owner, { name: 'elsewhere, shared' });
+    await t.post(`${otherBase}${otherShared.id}/share/`, { email: alice.email }, owner);
+
+    const all = (await t.get(`${base}?limit=200`, alice)).json();
+    expect(all.count).toBe(expected.length);
+    expect([...all.results.map((c: { id: string }) => c.id)].sort()).toEqual([...expected].sort());
+    const order = all.results.map((c: { updated_at: string; id: string }) => [c.updated_at, c.id].join(' '));
+    expect(order).toEqual([...order].sort().reverse());
+    const paged: string[] = [];
+    for (let offset = 0; offset < expected.length; offset += 3) {
+      const page = (await t.get(`${base}?limit=3&offset=${offset}`, alice)).json();
+      expect(page.count).toBe(expected.length);
+      paged.push(...page.results.map((c: { id: string }) => c.id));
+    }
+    expect(paged).toEqual(all.results.map((c: { id: string }) => c.id));
+    const past = (await t.get(`${base}?limit=3&offset=${expected.length + 5}`, alice)).json();
+    expect(past).toMatchObject({ count: expected.length, results: [] });
+    // Bob: his three public and three private chats, the one shared with her, and her public one.
+    expect((await t.get(base, bob)).json().count).toBe(8);
+  });
+
   it('answers 404 for a private chat the caller cannot read, 403 for outsiders', async () => {
     const { alice, bob, base } = await setup();
     const chat = await createChat(base, bob);

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { currentUser } from '../../platform/auth.js';
 import { pageQuery, paginated, toPage } from '../../platform/pagination.js';
+import { plainResponse } from '../../platform/serializer.js';
 import {
   chatOut,
   chatParams,
@@ -21,7 +22,8 @@ const tags = ['chats'];
 export const chatsRoutes: FastifyPluginAsyncZod<{ chats: ChatsService }> = async (app, { chats }) => {
   app.get(
     '/api/workspaces/:ws/chats/',
-    { schema: { tags, params: workspaceParams, querystring: pageQuery, response: { 200: paginated(chatOut) } } },
+    // The hot list: serialised from its JSON Schema (a plain schema; platform/serializer.ts).
+    { schema: { tags, params: workspaceParams, querystring: pageQuery, response: { 200: plainResponse(paginated(chatOut)) } } },
     async (request) =>
       toPage(request, request.query, await chats.list(currentUser(request).id, request.params.ws, request.query)),
   );

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { boolean, doublePrecision, index, integer, jsonb, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 import { users } from '../users/users.table.js';
 import { workspaces } from '../workspaces/workspaces.table.js';
@@ -30,6 +31,10 @@ export const chatSessions = pgTable(
   (t) => [
     index('chat_sessions_workspace_idx').on(t.workspaceId, t.updatedAt),
     index('chat_sessions_owner_idx').on(t.ownerId),
+    // The chat list (chats.repo.ts listVisibleChats): a member's own chats and the public ones,
+    // newest first, and their count, from the index alone.
+    index('chat_sessions_visible_owner_idx').on(t.workspaceId, t.ownerId, t.updatedAt, t.id),
+    index('chat_sessions_visible_public_idx').on(t.workspaceId, t.updatedAt, t.id).where(sql`${t.isPublic}`),
   ],
 );
 
@@ -47,5 +52,5 @@ export const chatShares = pgTable(
     createdBy: integer('created_by').references(() => users.id, { onDelete: 'set null' }),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
-  (t) => [unique('chat_shares_session_user_key').on(t.sessionId, t.userId), index('chat_shares_user_idx').on(t.userId)],
+  (t) => [unique('chat_shares_session_user_key').on(t.sessionId, t.userId), index('chat_shares_user_idx').on(t.userId, t.sessionId)],
 );
