@@ -32,8 +32,8 @@ export interface CredentialSources {
  * - An entry never outlives the credential: it expires at the token's or key's own expiry.
  * - Unknown, expired and revoked credentials are not cached: each one costs a query, as before.
  * - `last_used_at` is recorded at most once per TOUCH_INTERVAL_SECONDS per credential and process
- *   (the UPDATE's own condition keeps it to once across processes), after the answer, off the
- *   request's critical path: a failed write is logged, the request goes on.
+ *   (the UPDATE's own condition keeps it to once across processes); a failed write is logged and
+ *   the request goes on.
  */
 export function createCredentialVerifier({ sources, cache, log }: { sources: CredentialSources; cache: SharedCache; log: Logger }): TokenVerifier {
   const credentials = cache.region<CachedCredential>('credentials');
@@ -51,13 +51,21 @@ export function createCredentialVerifier({ sources, cache, log }: { sources: Cre
     };
   }
 
-  function recordUse(entry: CachedCredential) {
+  /**
+   * Awaited, but at most once per interval per credential and process: one request a minute
+   * pays for the write, and its answer already shows the new `last_used_at`.
+   */
+  async function recordUse(entry: CachedCredential) {
     const now = Date.now();
     if (now - entry.lastUsedAt <= intervalMs) return;
     entry.lastUsedAt = now;
     const { user } = entry;
-    const write = user.apiKey ? sources.touchKey(user.apiKey.id) : sources.touchToken(user.tokenId);
-    write.catch((error: unknown) => log.warn({ ...faultLogFields(error), userId: user.id }, 'could not record a credential use'));
+    try {
+      await (user.apiKey ? sources.touchKey(user.apiKey.id) : sources.touchToken(user.tokenId));
+    } catch (error) {
+      // Bookkeeping only: the request goes on.
+      log.warn({ ...faultLogFields(error), userId: user.id }, 'could not record a credential use');
+    }
   }
 
   return async (token) => {
@@ -65,7 +73,7 @@ export function createCredentialVerifier({ sources, cache, log }: { sources: Cre
     if (token.length > 256) return null;
     const entry = await credentials.through(sha256Hex(token), () => load(token));
     if (!entry) return null;
-    recordUse(entry);
+    await recordUse(entry);
     return entry.user;
   };
 }

@@ -34,6 +34,8 @@ export interface SharedCache {
    * (other processes then serve the old entry for at most the TTL).
    */
   invalidate(...tags: string[]): Promise<void>;
+  /** Empties this process's cache (nothing is published): after the database was changed behind the service's back. */
+  clear(): void;
   /** Subscribes to other processes' invalidations (idempotent); until it has, the cache is bypassed. */
   listen(): Promise<void>;
   /** Whether values are served from memory now (on, subscribed, and the subscription receiving). */
@@ -137,6 +139,8 @@ export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now
         log.warn({ ...faultLogFields(error), tags: tags.length }, 'could not publish a cache invalidation: other processes keep their entries until the TTL');
       }
     },
+
+    clear: dropAll,
 
     listen() {
       if (!enabled) return Promise.resolve();
