@@ -71,6 +71,7 @@ export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now
   let receiving = true;
   let closed = false;
   let listening: Promise<void> | undefined;
+  let listenFailed = false;
   let unsubscribe: (() => Promise<void>) | undefined;
 
   const serving = () => enabled && subscribed && receiving && !closed;
@@ -115,7 +116,7 @@ export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now
         async through(key, load) {
           if (!serving()) {
             // Subscribing failed earlier (rare: Redis subscriptions wait for a connection): try again.
-            if (enabled && !listening && !closed) void shared.listen();
+            if (enabled && listenFailed && !listening && !closed) void shared.listen();
             return (await load())?.value;
           }
           const hit = store.get(key);
@@ -153,6 +154,7 @@ export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now
         },
         (error: unknown) => {
           listening = undefined;
+          listenFailed = true;
           log.error({ err: error }, 'could not subscribe to cache invalidations: cache bypassed');
         },
       );
