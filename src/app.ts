@@ -6,7 +6,6 @@ import { validatorCompiler } from 'fastify-type-provider-zod';
 import type { Deps } from './deps.js';
 import { apiKeyGuard } from './modules/auth/api-keys.guard.js';
 import { apiKeysRoutes } from './modules/auth/api-keys.routes.js';
-import { isApiKey } from './modules/auth/api-keys.service.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
 import { checkoutRoutes } from './modules/billing/checkout/checkout.routes.js';
 import { planRoutes } from './modules/billing/plan/plan.routes.js';
@@ -81,7 +80,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   // zod for every response, except schemas marked plainResponse() (fast-json-stringify; serializer.ts).
   app.setSerializerCompiler(serializerCompiler);
   // Everything done for a request (jobs it records, say) can find its id.
-  app.addHook('onRequest', (request, _reply, done) => runWithRequestContext({ requestId: request.id }, done));
+  // The access cache rides along too: requireMember (a function every module calls) reads through it.
+  app.addHook('onRequest', (request, _reply, done) =>
+    runWithRequestContext({ requestId: request.id, accessCache: deps.accessCache }, done),
+  );
   // A SERVER span per request when tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT); nothing otherwise.
   registerRequestTracing(app);
   app.addHook('onSend', async (request, reply) => {
@@ -117,15 +119,13 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   // Subscribed before the first request, so no stop request can arrive before we listen.
   await services.streams.listen();
+  // The access cache serves only once it hears other processes' invalidations.
+  await deps.accessCache.listen();
 
   await app.register(async (api) => {
-    // Session tokens and personal API keys (recognised by their prefix) through one hook; the
-    // guard applies what a key restricts before any route runs.
-    registerAuthentication(
-      api,
-      (token) => (isApiKey(token) ? services.apiKeys.verify(token) : services.auth.verifyToken(token)),
-      apiKeyGuard,
-    );
+    // Session tokens and personal API keys (recognised by their prefix) through one hook and the
+    // access cache (deps.ts); the guard applies what a key restricts before any route runs.
+    registerAuthentication(api, services.credentials, apiKeyGuard);
     // After authentication (keys belong to the user); routes opt in with config.idempotent.
     registerIdempotency(api, { db: deps.database.db, ttlSeconds: config.IDEMPOTENCY_TTL_SECONDS });
     await api.register(authRoutes, { auth: services.auth });

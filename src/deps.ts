@@ -6,6 +6,7 @@ import { runMigrations } from './db/migrate.js';
 import { createOutboxMailer } from './platform/mail/outbox.js';
 import type { Mailer } from './platform/mail/port.js';
 import { createSmtpMailer } from './platform/mail/smtp.js';
+import { createSharedCache, type SharedCache } from './platform/cache/shared-cache.js';
 import { createMemoryPubSub } from './platform/pubsub/memory.js';
 import type { PubSub } from './platform/pubsub/port.js';
 import { createRedisPubSub } from './platform/pubsub/redis.js';
@@ -25,7 +26,8 @@ import type { ObjectStorage } from './platform/storage/port.js';
 import { createS3Storage } from './platform/storage/s3.js';
 import { deleteExpiredIdempotencyKeys } from './platform/idempotency/idempotency.js';
 import { createMetrics, type Metrics, type ServiceMetrics } from './platform/metrics.js';
-import { createApiKeysService } from './modules/auth/api-keys.service.js';
+import { createApiKeysService, isApiKey } from './modules/auth/api-keys.service.js';
+import { createCredentialVerifier } from './modules/auth/credentials.js';
 import { createAuthService } from './modules/auth/auth.service.js';
 import { createCreditService } from './modules/billing/credit/credit.service.js';
 import { createPlanModelRules } from './modules/billing/index.js';
@@ -81,6 +83,11 @@ export interface Deps {
   jobs: Jobs;
   /** Messages between API processes (stream stop): in-process, or Redis. */
   pubsub: PubSub;
+  /**
+   * Credentials and memberships of this process, kept coherent with other processes through
+   * `pubsub` (docs/decisions.md, "Auth and membership cache").
+   */
+  accessCache: SharedCache;
   /** Throttle counters: in-process, or Redis (shared by every API process). */
   limiter: RateLimiter;
   /** Recent events of chat streams, for reattaching: in-process, or Redis Streams (any API process). */
@@ -199,14 +206,18 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
 type ServiceJobs = JobsFor<{ 'documents.ingest': { taskId: string }; 'chat.agent-reply': { taskId: string } }>;
 
 function createServices(
-  base: Pick<Deps, 'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'eventBuffer' | 'storage'> & {
+  base: Pick<
+    Deps,
+    'config' | 'log' | 'database' | 'mailer' | 'catalog' | 'plans' | 'pubsub' | 'limiter' | 'eventBuffer' | 'storage' | 'accessCache'
+  > & {
     jobs: ServiceJobs;
     metrics: ServiceMetrics;
   },
   overrides: DepsOverrides = {},
 ) {
-  const { config, log, database, mailer, catalog, plans, pubsub, eventBuffer, storage, jobs, metrics } = base;
+  const { config, log, database, mailer, catalog, plans, pubsub, eventBuffer, storage, jobs, metrics, accessCache } = base;
   const db = database.db;
+  const invalidate = accessCache.invalidate;
   // Every 429 of every throttle is counted by its scope, whichever service refused it.
   const limiter = reportingRefusals(base.limiter, metrics.throttled);
   const modelRegistry = createModelRegistry(config, catalog);
@@ -244,6 +255,17 @@ function createServices(
     await removeUserFromWorkspaceTeams(tx, workspaceId, userId);
     await removeUserSharesInWorkspace(tx, workspaceId, userId);
   };
+  const auth = createAuthService({
+    db,
+    config,
+    mailer,
+    limiter,
+    log: log.child({ module: 'auth' }),
+    findLiveInvitation: findLiveInvitationByTokenHash,
+    countOwnedWorkspaces,
+    invalidate,
+  });
+  const apiKeys = createApiKeysService({ db, invalidate });
   return {
     documents,
     knowledgeBases: createKnowledgeBasesService({ db }),
@@ -298,19 +320,23 @@ function createServices(
       log: log.child({ module: 'messages' }),
       metrics,
     }),
-    auth: createAuthService({
-      db,
-      config,
-      mailer,
-      limiter,
+    auth,
+    apiKeys,
+    /** The authentication hook's verifier: session tokens and API keys through the access cache. */
+    credentials: createCredentialVerifier({
+      sources: {
+        lookupToken: auth.lookupToken,
+        touchToken: auth.touchToken,
+        lookupKey: apiKeys.lookup,
+        touchKey: apiKeys.touch,
+        isApiKey,
+      },
+      cache: accessCache,
       log: log.child({ module: 'auth' }),
-      findLiveInvitation: findLiveInvitationByTokenHash,
-      countOwnedWorkspaces,
     }),
-    apiKeys: createApiKeysService({ db }),
-    users: createUsersService({ db }),
-    workspaces: createWorkspacesService({ db, removeMemberAccess }),
-    memberships: createMembershipsService({ db, removeMemberAccess }),
+    users: createUsersService({ db, invalidate }),
+    workspaces: createWorkspacesService({ db, removeMemberAccess, invalidate }),
+    memberships: createMembershipsService({ db, removeMemberAccess, invalidate }),
     teams: createTeamsService({ db }),
     teamMemberships: createTeamMembershipsService({ db }),
     invitations: createInvitationsService({ db, config, mailer, log: log.child({ module: 'invitations' }) }),
@@ -371,7 +397,14 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
       { name: 'old webhook payloads', run: async () => late.deps?.services.webhooks.prunePayloads() },
     ],
   });
-  const base = { config, log, database, mailer, catalog, plans, queue, jobs, pubsub, limiter, eventBuffer, storage };
+  const accessCache = createSharedCache({
+    pubsub,
+    log: log.child({ module: 'access-cache' }),
+    enabled: config.ACCESS_CACHE_ENABLED,
+    ttlMs: config.ACCESS_CACHE_TTL_SECONDS * 1000,
+    maxEntries: config.ACCESS_CACHE_MAX_ENTRIES,
+  });
+  const base = { config, log, database, mailer, catalog, plans, queue, jobs, pubsub, limiter, eventBuffer, storage, accessCache };
   const deps: Deps = {
     ...base,
     metrics,
@@ -381,6 +414,7 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
       const owned = (name: keyof Infrastructure) => !overrides[name];
       // Stops the reconciler and heartbeat; closes the queue (running jobs finish) unless a test brought it.
       await jobs.close({ closeQueue: owned('queue') });
+      await accessCache.close();
       await Promise.all(
         (['pubsub', 'limiter', 'eventBuffer', 'storage', 'mailer'] as const)
           .filter(owned)

@@ -185,6 +185,15 @@ const envSchema = z.object({
   WEBHOOK_PAYLOAD_RETENTION_DAYS: z.coerce.number().int().min(0).max(3650).default(30),
   /** Port of the worker's own `/metrics` and `/healthz` (npm run worker); unset: none. */
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /**
+   * Per-process cache of credentials (token or API key -> user) and workspace memberships
+   * (docs/decisions.md, "Auth and membership cache"); false: every request reads the database.
+   */
+  ACCESS_CACHE_ENABLED: bool(true),
+  /** Longest a cached credential or membership is served without reading the database (invalidations end it sooner). */
+  ACCESS_CACHE_TTL_SECONDS: z.coerce.number().min(0.1).max(300).default(5),
+  /** Entries per kind (credentials, memberships) kept at most per process; the least recently used go first. */
+  ACCESS_CACHE_MAX_ENTRIES: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
   /** How long an `Idempotency-Key` and its response are kept. */
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(24 * 3600),
   /** Run the job worker inside the API process (default: yes when REDIS_URL is unset). */

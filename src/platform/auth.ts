@@ -43,6 +43,15 @@ declare module 'fastify' {
 
 export type TokenVerifier = (token: string) => Promise<AuthUser | null>;
 
+/** A credential as its store knows it: whom it authenticates, until when, and when its use was last recorded. */
+export interface VerifiedCredential {
+  user: AuthUser;
+  /** When it stops working; null: never (an API key without expiry). */
+  expiresAt: Date | null;
+  /** `last_used_at` as stored; null: never recorded. */
+  lastUsedAt: Date | null;
+}
+
 /**
  * Runs once a credential has been verified, before anything else of the route: throws to refuse
  * the request (the API-key rules live behind this, in one place).

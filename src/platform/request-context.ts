@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { SharedCache } from './cache/shared-cache.js';
 
 /**
  * The request a piece of work belongs to, without passing it through every call: set for each
@@ -7,6 +8,12 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  */
 export interface RequestContext {
   requestId: string;
+  /**
+   * The process's cache of memberships (and credentials) for request paths, set by app.ts for
+   * each HTTP request; `requireMember` reads through it. Absent for job runs and the admin CLI,
+   * which read the database.
+   */
+  accessCache?: SharedCache;
   /**
    * Set by authentication when the request's credential (an API key) may reach one workspace
    * only; read by the workspace guard and the "your workspaces" lists. Never set for job runs:

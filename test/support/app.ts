@@ -116,6 +116,16 @@ export async function createTestApp(
 }
 
 /**
+ * For tests that change credentials, workspaces or memberships in the database directly (an
+ * expiry moved into the past, a workspace archived by SQL): the app's access cache would answer
+ * from before the change for up to ACCESS_CACHE_TTL_SECONDS, as it would after an operator's
+ * manual SQL. The service's own writers invalidate the cache themselves.
+ */
+export function forgetCachedAccess(...apps: TestApp[]): void {
+  for (const app of apps) app.deps.accessCache.clear();
+}
+
+/**
  * Registers the hooks of a test file: one app for the file, empty tables before each test.
  * Use the returned object's fields inside tests (they are set in beforeAll).
  */
@@ -126,6 +136,8 @@ export function useTestApp(env: Record<string, string> = {}, overrides: TestOver
   });
   beforeEach(async () => {
     await truncateAll(holder.database);
+    // Ids start again after the truncation: nothing cached may survive into the next test.
+    holder.deps.accessCache.clear();
   });
   afterAll(async () => {
     await holder.close?.();

@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { useTestApp } from '../../../test/support/app.js';
+import { forgetCachedAccess, useTestApp } from '../../../test/support/app.js';
 import { addMember, newTeam, newUser, newWorkspace, TEST_PASSWORD, type TestUser } from '../../../test/support/factories.js';
 import { randomToken, sha256Hex } from '../../platform/secrets.js';
 import * as usersRepo from '../users/users.repo.js';
@@ -144,6 +144,7 @@ describe('a key as a Bearer token', () => {
     expect(again!.lastUsedAt!.getTime()).toBe(row!.lastUsedAt!.getTime());
     // A minute later the next use is recorded.
     await db().update(apiKeys).set({ lastUsedAt: new Date(Date.now() - 61_000) }).where(eq(apiKeys.id, id));
+    forgetCachedAccess(t);
     await t.get('/api/users/me/', withKey(key));
     const [later] = await db().select().from(apiKeys).where(eq(apiKeys.id, id));
     expect(later!.lastUsedAt!.getTime()).toBeGreaterThan(Date.now() - 10_000);
@@ -156,6 +157,7 @@ describe('a key as a Bearer token', () => {
     const { id, key } = await createKey(alice, { expires_at: new Date(Date.now() + 3600_000).toISOString() });
     expect((await t.get('/api/users/me/', withKey(key))).statusCode).toBe(200);
     await db().update(apiKeys).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(apiKeys.id, id));
+    forgetCachedAccess(t);
     const res = await t.get('/api/users/me/', withKey(key));
     expect(res.statusCode).toBe(403);
     expect(res.json().code).toBe('authentication_failed');

@@ -1,5 +1,7 @@
 import type { Db } from '../../db/client.js';
-import type { AuthUser } from '../../platform/auth.js';
+import type { AuthUser, VerifiedCredential } from '../../platform/auth.js';
+import { accessTags, type CacheInvalidator } from '../../platform/cache/shared-cache.js';
+import { TOUCH_INTERVAL_SECONDS } from './credentials.js';
 import { AppError } from '../../platform/errors.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
@@ -17,8 +19,6 @@ const SECRET_LENGTH = 43;
 const SHOWN_PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
 /** Live keys per user. */
 export const MAX_LIVE_API_KEYS = 100;
-/** `last_used_at` is written at most this often per key: otherwise every read would be a write. */
-const TOUCH_INTERVAL_SECONDS = 60;
 
 /** True for strings shaped like an API key (session tokens are 43 characters with no prefix). */
 export function isApiKey(token: string): boolean {
@@ -43,7 +43,8 @@ function toApiKeyOut(row: repo.ApiKeyRow): ApiKeyOut {
  * stored as a SHA-256, accepted by the authentication hook like session tokens. What a key may
  * do is decided by api-keys.policy.ts.
  */
-export function createApiKeysService({ db }: { db: Db }) {
+/** `invalidate` drops a revoked key from every process's credential cache. */
+export function createApiKeysService({ db, invalidate }: { db: Db; invalidate: CacheInvalidator }) {
   function refuseKeys(caller: AuthUser): void {
     // The authentication guard already refuses /auth/* to keys; this keeps the service safe on its own.
     if (caller.apiKey) throw apiKeyRefusalErrors.api_key_not_allowed();
@@ -83,22 +84,33 @@ export function createApiKeysService({ db }: { db: Db }) {
     async revoke(caller: AuthUser, id: string): Promise<void> {
       refuseKeys(caller);
       if (!isUuid(id) || !(await repo.revokeApiKey(db, caller.id, id))) throw apiKeyErrors.notFound();
+      await invalidate(accessTags.credential(id.toLowerCase()));
     },
 
-    /** Resolves a key to its user and restrictions; null when unknown, revoked, expired or the user is inactive. */
-    async verify(key: string): Promise<AuthUser | null> {
+    /**
+     * The key behind a secret, with its user and restrictions; null when unknown, revoked,
+     * expired or the user is inactive. Reads only: `touch` records the use.
+     */
+    async lookup(key: string): Promise<VerifiedCredential | null> {
       if (!isApiKey(key)) return null;
       const found = await repo.findLiveApiKey(db, sha256Hex(key));
       if (!found) return null;
-      const lastUsed = found.key.lastUsedAt?.getTime() ?? 0;
-      if (Date.now() - lastUsed > TOUCH_INTERVAL_SECONDS * 1000) await repo.touchApiKey(db, found.key.id, TOUCH_INTERVAL_SECONDS);
       return {
-        id: found.user.id,
-        email: found.user.email,
-        name: found.user.name,
-        tokenId: found.key.id,
-        apiKey: { id: found.key.id, workspaceId: found.key.workspaceId, readOnly: found.key.readOnly },
+        user: {
+          id: found.user.id,
+          email: found.user.email,
+          name: found.user.name,
+          tokenId: found.key.id,
+          apiKey: { id: found.key.id, workspaceId: found.key.workspaceId, readOnly: found.key.readOnly },
+        },
+        expiresAt: found.key.expiresAt,
+        lastUsedAt: found.key.lastUsedAt,
       };
+    },
+
+    /** Records a use of the key (skipped when one was recorded in the last TOUCH_INTERVAL_SECONDS, by any process). */
+    async touch(id: string): Promise<void> {
+      await repo.touchApiKey(db, id, TOUCH_INTERVAL_SECONDS);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { desc, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { mailOutbox } from '../../platform/mail/mail.table.js';
-import { useTestApp } from '../../../test/support/app.js';
+import { forgetCachedAccess, useTestApp } from '../../../test/support/app.js';
 import { newUser, TEST_PASSWORD } from '../../../test/support/factories.js';
 import { authTokens } from '../users/users.table.js';
 
@@ -101,6 +101,7 @@ describe('token login and logout', () => {
     expect(malformed.statusCode).toBe(403);
     const user = await newUser(t);
     await t.deps.database.db.update(authTokens).set({ expiresAt: new Date(Date.now() - 1000) });
+    forgetCachedAccess(t);
     expect((await t.get('/auth/users/me/', user)).statusCode).toBe(403);
   });
 });

@@ -4,7 +4,9 @@ import type { z } from 'zod';
 import type { Config } from '../../config/env.js';
 import type { Db } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import type { AuthUser } from '../../platform/auth.js';
+import type { AuthUser, VerifiedCredential } from '../../platform/auth.js';
+import { accessTags, type CacheInvalidator } from '../../platform/cache/shared-cache.js';
+import { TOUCH_INTERVAL_SECONDS } from './credentials.js';
 import { fieldError, NotFoundError } from '../../platform/errors.js';
 import type { Mailer } from '../../platform/mail/port.js';
 import type { RateLimiter } from '../../platform/ratelimit/port.js';
@@ -36,6 +38,8 @@ export interface AuthServiceDeps {
   findLiveInvitation: (db: Db, tokenHash: string) => Promise<{ email: string } | undefined>;
   /** How many workspaces a user owns: an owner cannot delete their account (workspaces; src/deps.ts). */
   countOwnedWorkspaces: (db: Db, userId: number) => Promise<number>;
+  /** Drops cached credentials (logout, password change, account changes) in every process, after commit. */
+  invalidate: CacheInvalidator;
 }
 
 // argon2id with the library's defaults (19 MiB, t=2, p=1: OWASP's recommended minimum).
@@ -54,13 +58,11 @@ function parseField<T extends z.ZodType>(field: string, schema: T, value: unknow
 // Verifying against this hash when the email is unknown keeps login timing uniform.
 let dummyHash: Promise<string> | undefined;
 
-// Writing last_used_at on every request would turn each read into a write; once a minute is enough.
-const TOUCH_INTERVAL_MS = 60_000;
 
 /** Endpoints where someone may guess a password or flood an inbox: throttled per address and per client IP. */
 type GuardedAction = 'login' | 'reset_password' | 'resend_activation' | 'set_email';
 
-export function createAuthService({ db, config, mailer, limiter, log, findLiveInvitation, countOwnedWorkspaces }: AuthServiceDeps) {
+export function createAuthService({ db, config, mailer, limiter, log, findLiveInvitation, countOwnedWorkspaces, invalidate }: AuthServiceDeps) {
   /**
    * Counts one attempt of `action` from `clientIp` and for each address (THROTTLE_LOGIN each);
    * 429 with Retry-After beyond it, before any password is checked or mail sent. The IP is
@@ -145,16 +147,27 @@ export function createAuthService({ db, config, mailer, limiter, log, findLiveIn
 
     async logout(caller: AuthUser): Promise<void> {
       await usersRepo.deleteToken(db, caller.tokenId);
+      await invalidate(accessTags.credential(caller.tokenId));
     },
 
-    /** Resolves a bearer token to its user; null when unknown, expired or the user is inactive. */
-    async verifyToken(token: string): Promise<AuthUser | null> {
+    /**
+     * The session behind a bearer token; null when unknown, expired or the user is inactive.
+     * Reads only: `touchToken` records the use (credentials.ts decides how often).
+     */
+    async lookupToken(token: string): Promise<VerifiedCredential | null> {
       if (token.length > 256) return null;
       const found = await usersRepo.findActiveToken(db, sha256Hex(token));
       if (!found) return null;
-      const lastUsed = found.token.lastUsedAt?.getTime() ?? 0;
-      if (Date.now() - lastUsed > TOUCH_INTERVAL_MS) await usersRepo.touchToken(db, found.token.id);
-      return { id: found.user.id, email: found.user.email, name: found.user.name, tokenId: found.token.id };
+      return {
+        user: { id: found.user.id, email: found.user.email, name: found.user.name, tokenId: found.token.id },
+        expiresAt: found.token.expiresAt,
+        lastUsedAt: found.token.lastUsedAt,
+      };
+    },
+
+    /** Records a use of the token (skipped when another process recorded one in the last TOUCH_INTERVAL_SECONDS). */
+    async touchToken(tokenId: string): Promise<void> {
+      await usersRepo.touchToken(db, tokenId, TOUCH_INTERVAL_SECONDS);
     },
 
     async getMe(caller: AuthUser): Promise<AccountOut> {
@@ -174,6 +187,8 @@ export function createAuthService({ db, config, mailer, limiter, log, findLiveIn
       }
       const user = await usersRepo.updateUser(db, caller.id, input.name === undefined ? {} : { name: input.name });
       if (!user) throw authErrors.invalidCredentials();
+      // Cached credentials carry the name.
+      if (input.name !== undefined) await invalidate(accessTags.user(caller.id));
       return toAccountOut(user);
     },
 
@@ -229,6 +244,8 @@ export function createAuthService({ db, config, mailer, limiter, log, findLiveIn
         await usersRepo.deleteEmailTokens(tx, userId);
         await usersRepo.deletePasswordResets(tx, userId);
       });
+      // Cached credentials carry the address.
+      await invalidate(accessTags.user(userId));
     },
 
     async deleteMe(caller: AuthUser, currentPassword: string): Promise<void> {
@@ -236,6 +253,7 @@ export function createAuthService({ db, config, mailer, limiter, log, findLiveIn
       if (!(await checkPassword(user, currentPassword))) throw authErrors.wrongCurrentPassword();
       if ((await countOwnedWorkspaces(db, caller.id)) > 0) throw authErrors.ownsWorkspaces();
       await usersRepo.deleteUser(db, caller.id);
+      await invalidate(accessTags.user(caller.id));
     },
 
     /** Changes the password, signs out every other session (token) of the user and revokes their API keys. */
@@ -248,6 +266,8 @@ export function createAuthService({ db, config, mailer, limiter, log, findLiveIn
         await usersRepo.deleteUserTokens(tx, caller.id, caller.tokenId);
         await revokeUserApiKeys(tx, caller.id);
       });
+      // Every credential of the user (the kept session is simply read again).
+      await invalidate(accessTags.user(caller.id));
     },
 
     /** Always succeeds, so the endpoint does not reveal which emails have accounts. */
@@ -288,6 +308,7 @@ export function createAuthService({ db, config, mailer, limiter, log, findLiveIn
         await usersRepo.deleteUserTokens(tx, owner);
         await revokeUserApiKeys(tx, owner);
       });
+      await invalidate(accessTags.user(userId));
     },
 
     // --- operators (admin CLI) ------------------------------------------------------------------
@@ -329,6 +350,7 @@ export function createAuthService({ db, config, mailer, limiter, log, findLiveIn
         await usersRepo.deletePasswordResets(tx, user.id);
         await revokeUserApiKeys(tx, user.id);
       });
+      await invalidate(accessTags.user(user.id));
       return { user: toUserOut(user), password: plain, generated: newPassword === undefined };
     },
 

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client.js';
+import { accessTags, type CacheInvalidator } from '../../platform/cache/shared-cache.js';
 import { NotAuthenticatedError, PermissionDeniedError } from '../../platform/errors.js';
 import { toAccountOut, toUserOut } from '../users/index.js';
 import type { MeOut } from './profile.schemas.js';
@@ -10,7 +11,8 @@ import { listWorkspaceRolesOfUser } from '../workspaces/index.js';
 const MAX_WORKSPACES_IN_ME = 500;
 
 /** The caller's own profile (GET /api/users/me/ with their workspaces, PATCH of their name). */
-export function createUsersService({ db }: { db: Db }) {
+/** `invalidate`: drops the caller's cached credentials (they carry the name) in every process. */
+export function createUsersService({ db, invalidate }: { db: Db; invalidate: CacheInvalidator }) {
   return {
     /** The caller with whether their address is proven, and their workspaces. */
     async me(caller: { id: number }): Promise<MeOut> {
@@ -39,6 +41,7 @@ export function createUsersService({ db }: { db: Db }) {
         throw new PermissionDeniedError('You can only update your own profile.', 'permission_denied');
       }
       const user = await repo.updateUser(db, callerId, { name });
+      await invalidate(accessTags.user(callerId));
       return toUserOut(user!);
     },
   };

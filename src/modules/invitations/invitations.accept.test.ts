@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { useTestApp } from '../../../test/support/app.js';
+import { forgetCachedAccess, useTestApp } from '../../../test/support/app.js';
 import {
   addMember,
   addTeamMember,
@@ -46,11 +46,13 @@ const teamMembershipsOf = (teamId: string, userId: number) =>
     .where(and(eq(teamMemberships.teamId, teamId), eq(teamMemberships.userId, userId)));
 const expire = (id: string) =>
   db().update(invitations).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(invitations.id, id));
-const setArchived = (workspaceId: string, archived: boolean) =>
-  db()
+const setArchived = async (workspaceId: string, archived: boolean) => {
+  await db()
     .update(workspaces)
     .set({ status: archived ? 'archived' : 'active' })
     .where(eq(workspaces.id, workspaceId));
+  forgetCachedAccess(t);
+};
 
 describe('GET /api/invitations/', () => {
   it("lists the caller's pending, unexpired invitations, matched by email in any case, newest first", async () => {

@@ -1,6 +1,6 @@
 import { asc, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { useTestApp, type TestApp } from '../../../test/support/app.js';
+import { forgetCachedAccess, useTestApp, type TestApp } from '../../../test/support/app.js';
 import {
   addMember,
   addTeamMember,
@@ -27,8 +27,10 @@ async function setup(app: TestApp = t) {
 const db = () => t.deps.database.db;
 const invitationRows = () => db().select().from(invitations).orderBy(asc(invitations.createdAt));
 const mails = () => db().select().from(mailOutbox).orderBy(asc(mailOutbox.createdAt));
-const archive = (workspaceId: string) =>
-  db().update(workspaces).set({ status: 'archived' }).where(eq(workspaces.id, workspaceId));
+const archive = async (workspaceId: string) => {
+  await db().update(workspaces).set({ status: 'archived' }).where(eq(workspaces.id, workspaceId));
+  forgetCachedAccess(t);
+};
 const expire = (id: string) =>
   db().update(invitations).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(invitations.id, id));
 

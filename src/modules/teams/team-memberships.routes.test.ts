@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { useTestApp } from '../../../test/support/app.js';
+import { forgetCachedAccess, useTestApp } from '../../../test/support/app.js';
 import { addMember, addTeamMember, newTeam, newUser, newWorkspace } from '../../../test/support/factories.js';
 import { workspaceMemberships, workspaces } from '../workspaces/workspaces.table.js';
 import { teamMemberships } from './teams.table.js';
@@ -229,6 +229,7 @@ describe('team memberships of an archived workspace', () => {
   it('answer 409 workspace_archived to role changes, removals and leaving', async () => {
     const { owner, plain, workspace, ids } = await setup();
     await db().update(workspaces).set({ status: 'archived' }).where(eq(workspaces.id, workspace.id));
+    forgetCachedAccess(t);
     for (const res of [
       await t.put(`/api/teammemberships/${ids.plain}/`, { role: 'admin' }, owner),
       await t.delete(`/api/teammemberships/${ids.teamAdmin}/`, owner),

@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { useTestApp } from '../../../test/support/app.js';
+import { forgetCachedAccess, useTestApp } from '../../../test/support/app.js';
 import {
   addMember,
   addTeamMember,
@@ -27,8 +27,10 @@ async function setup() {
 
 const db = () => t.deps.database.db;
 const teamRows = (workspaceId: string) => db().select().from(teams).where(eq(teams.workspaceId, workspaceId));
-const archive = (workspaceId: string) =>
-  db().update(workspaces).set({ status: 'archived' }).where(eq(workspaces.id, workspaceId));
+const archive = async (workspaceId: string) => {
+  await db().update(workspaces).set({ status: 'archived' }).where(eq(workspaces.id, workspaceId));
+  forgetCachedAccess(t);
+};
 
 describe('POST /api/teams/', () => {
   it('lets the workspace owner create a team and makes the creator its admin member', async () => {

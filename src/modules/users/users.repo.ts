@@ -1,4 +1,4 @@
-import { and, eq, gt, isNull, ne, sql } from 'drizzle-orm';
+import { and, eq, gt, isNull, ne, or, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../db/client.js';
 import { authTokens, emailTokens, passwordResetTokens, users } from './users.table.js';
 
@@ -98,8 +98,17 @@ export async function findActiveToken(db: DbOrTx, tokenHash: string) {
   return row;
 }
 
-export async function touchToken(db: DbOrTx, tokenId: string): Promise<void> {
-  await db.update(authTokens).set({ lastUsedAt: new Date() }).where(eq(authTokens.id, tokenId));
+/** Records a use; the condition keeps concurrent requests and processes from writing more than once per interval. */
+export async function touchToken(db: DbOrTx, tokenId: string, intervalSeconds: number): Promise<void> {
+  await db
+    .update(authTokens)
+    .set({ lastUsedAt: sql`now()` })
+    .where(
+      and(
+        eq(authTokens.id, tokenId),
+        or(isNull(authTokens.lastUsedAt), sql`${authTokens.lastUsedAt} < now() - make_interval(secs => ${intervalSeconds})`),
+      ),
+    );
 }
 
 export async function deleteToken(db: DbOrTx, tokenId: string): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client.js';
+import { accessTags, type CacheInvalidator } from '../../platform/cache/shared-cache.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { toUserOut } from '../users/index.js';
@@ -25,8 +26,19 @@ const refusalError: Record<MembershipChangeRefusal, () => Error> = {
   owner_removal: workspaceErrors.cannotRemoveOwner,
 };
 
-/** `removeMemberAccess`: what else a member loses on leaving or removal (teams, chat shares; src/deps.ts). */
-export function createMembershipsService({ db, removeMemberAccess }: { db: Db; removeMemberAccess: repo.MemberAccessRemoval }) {
+/**
+ * `removeMemberAccess`: what else a member loses on leaving or removal (teams, chat shares; src/deps.ts).
+ * `invalidate`: drops cached memberships (workspaces.access.ts) in every process after a change.
+ */
+export function createMembershipsService({
+  db,
+  removeMemberAccess,
+  invalidate,
+}: {
+  db: Db;
+  removeMemberAccess: repo.MemberAccessRemoval;
+  invalidate: CacheInvalidator;
+}) {
   /** The membership if it is in one of the caller's workspaces (else 404), with the caller's access. */
   async function loadVisible(userId: number, membershipId: string, write: boolean) {
     const target = isUuid(membershipId) ? await repo.findMembershipById(db, membershipId) : undefined;
@@ -61,6 +73,7 @@ export function createMembershipsService({ db, removeMemberAccess }: { db: Db; r
       const refusal = refuseRoleChange(access, { userId: target.userId, isOwner: targetIsOwner });
       if (refusal) throw refusalError[refusal]();
       await repo.setMembershipRole(db, target.workspaceId, target.userId, role);
+      await invalidate(accessTags.membership(target.workspaceId, target.userId));
       return toMembershipOut({ ...target, role });
     },
 
@@ -75,6 +88,7 @@ export function createMembershipsService({ db, removeMemberAccess }: { db: Db; r
         await removeMemberAccess(tx, target.workspaceId, target.userId);
         await repo.removeMember(tx, target.workspaceId, target.userId);
       });
+      await invalidate(accessTags.membership(target.workspaceId, target.userId));
     },
   };
 }

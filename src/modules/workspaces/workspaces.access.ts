@@ -1,6 +1,7 @@
 import type { DbOrTx } from '../../db/client.js';
 import { isUuid } from '../../platform/ids.js';
-import { requestWorkspaceRestriction } from '../../platform/request-context.js';
+import { accessTags } from '../../platform/cache/shared-cache.js';
+import { currentRequestContext, requestWorkspaceRestriction } from '../../platform/request-context.js';
 import { workspaceErrors } from './workspaces.errors.js';
 import { type MemberContext, reachesWorkspace } from './workspaces.policy.js';
 import { findWorkspaceWithMembership, type MembershipRow, type WorkspaceRow } from './workspaces.repo.js';
@@ -43,7 +44,7 @@ export async function requireMember(
 ): Promise<WorkspaceAccess> {
   if (!isUuid(workspaceId)) throw workspaceErrors.notMember();
   assertRequestReaches(workspaceId);
-  const found = await findWorkspaceWithMembership(db, workspaceId, userId);
+  const found = await findMembership(db, workspaceId, userId);
   if (!found) throw workspaceErrors.notMember();
   if (options.write) assertWritable(found.workspace);
   return {
@@ -53,6 +54,32 @@ export async function requireMember(
     role: found.membership.role,
     isOwner: found.workspace.ownerId === userId,
   };
+}
+
+type Found = NonNullable<Awaited<ReturnType<typeof findWorkspaceWithMembership>>>;
+
+/**
+ * The workspace and membership, from the request's access cache when there is one (HTTP
+ * requests; docs/decisions.md, "Auth and membership cache"), else from the database. Entries are
+ * tagged with the workspace, the membership and the user, and dropped in every process by the
+ * writers (workspaces.service.ts, memberships.service.ts, account deletion). "Not a member" is
+ * never cached: a new membership works at once.
+ */
+async function findMembership(db: DbOrTx, workspaceId: string, userId: number): Promise<Found | undefined> {
+  const cache = currentRequestContext()?.accessCache;
+  if (!cache) return findWorkspaceWithMembership(db, workspaceId, userId);
+  const id = workspaceId.toLowerCase();
+  return cache.region<Found>('memberships').through(`${id}:${userId}`, async () => {
+    const found = await findWorkspaceWithMembership(db, id, userId);
+    if (!found) return undefined;
+    // Shared by every request the entry answers: nobody may change it.
+    Object.freeze(found.workspace);
+    Object.freeze(found.membership);
+    return {
+      value: Object.freeze(found),
+      tags: [accessTags.workspace(id), accessTags.membership(id, userId), accessTags.user(userId)],
+    };
+  });
 }
 
 /** 409 `workspace_archived` when the workspace is archived. */

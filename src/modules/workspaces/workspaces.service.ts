@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client.js';
+import { accessTags, type CacheInvalidator } from '../../platform/cache/shared-cache.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { randomToken } from '../../platform/secrets.js';
 import { requireMember } from './workspaces.access.js';
@@ -37,8 +38,19 @@ export function slugify(name: string): string {
   return slug || 'workspace';
 }
 
-/** `removeMemberAccess`: what else a member loses on leaving or removal (teams, chat shares; src/deps.ts). */
-export function createWorkspacesService({ db, removeMemberAccess }: { db: Db; removeMemberAccess: repo.MemberAccessRemoval }) {
+/**
+ * `removeMemberAccess`: what else a member loses on leaving or removal (teams, chat shares; src/deps.ts).
+ * `invalidate`: drops cached memberships (workspaces.access.ts) in every process after a change.
+ */
+export function createWorkspacesService({
+  db,
+  removeMemberAccess,
+  invalidate,
+}: {
+  db: Db;
+  removeMemberAccess: repo.MemberAccessRemoval;
+  invalidate: CacheInvalidator;
+}) {
   return {
     /** Every workspace with its owner's email, for operators (admin CLI); no membership check. */
     async listAll(options: { limit?: number; offset?: number; search?: string } = {}) {
@@ -82,13 +94,16 @@ export function createWorkspacesService({ db, removeMemberAccess }: { db: Db; re
       const access = await requireMember(db, workspaceId, userId);
       if (!canUpdateWorkspace(access)) throw workspaceErrors.ownerOrAdminOnly();
       if (input.name === undefined && input.status === undefined) return toWorkspaceOut(access.workspace);
-      return toWorkspaceOut(await repo.updateWorkspace(db, workspaceId, input));
+      const updated = await repo.updateWorkspace(db, workspaceId, input);
+      await invalidate(accessTags.workspace(workspaceId));
+      return toWorkspaceOut(updated);
     },
 
     async delete(userId: number, workspaceId: string): Promise<void> {
       const access = await requireMember(db, workspaceId, userId);
       if (!canDeleteWorkspace(access)) throw workspaceErrors.ownerOnly();
       await repo.deleteWorkspace(db, workspaceId);
+      await invalidate(accessTags.workspace(workspaceId));
     },
 
     /** Hands the workspace to another current member; the old owner stays on as admin. */
@@ -96,7 +111,7 @@ export function createWorkspacesService({ db, removeMemberAccess }: { db: Db; re
       const access = await requireMember(db, workspaceId, userId, { write: true });
       if (!canTransferOwnership(access)) throw workspaceErrors.ownerOnly();
       if (newOwnerId === userId) throw workspaceErrors.transferTargetNotMember();
-      return db.transaction(async (tx) => {
+      const updated = await db.transaction(async (tx) => {
         const locked = await repo.lockWorkspace(tx, workspaceId);
         // Re-checked under the lock: a concurrent transfer may have moved ownership already.
         if (!locked || locked.ownerId !== userId) throw workspaceErrors.ownerOnly();
@@ -104,8 +119,11 @@ export function createWorkspacesService({ db, removeMemberAccess }: { db: Db; re
         if (!target) throw workspaceErrors.transferTargetNotMember();
         await repo.setMembershipRole(tx, workspaceId, newOwnerId, 'admin');
         await repo.setMembershipRole(tx, workspaceId, userId, 'admin');
-        return toWorkspaceOut(await repo.updateWorkspace(tx, workspaceId, { ownerId: newOwnerId }));
+        return repo.updateWorkspace(tx, workspaceId, { ownerId: newOwnerId });
       });
+      // The owner and both roles changed: every entry of the workspace goes.
+      await invalidate(accessTags.workspace(workspaceId));
+      return toWorkspaceOut(updated);
     },
 
     /** Anyone but the owner may leave, also while archived. */
@@ -118,6 +136,7 @@ export function createWorkspacesService({ db, removeMemberAccess }: { db: Db; re
         await removeMemberAccess(tx, workspaceId, userId);
         await repo.removeMember(tx, workspaceId, userId);
       });
+      await invalidate(accessTags.membership(workspaceId, userId));
     },
   };
 }

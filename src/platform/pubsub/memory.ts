@@ -79,6 +79,11 @@ export function createMemoryPubSub(options: { log: Logger }): PubSub {
       };
     },
 
+    // One process: a subscription cannot be cut off from its publishers.
+    watchSubscriptions() {
+      return () => undefined;
+    },
+
     async ping() {},
 
     async close() {

@@ -21,6 +21,13 @@ export interface PubSub {
   clearRetained(channel: string, key: string): Promise<void>;
   /** Resolves once the subscription is active; the returned function unsubscribes. */
   subscribe(channel: string, handler: MessageHandler): Promise<() => Promise<void>>;
+  /**
+   * Tells `listener` when this process's subscriptions stop receiving (`false`: the subscribing
+   * connection was lost, messages published from now on may never arrive) and when they receive
+   * again (`true`: reconnected and every channel re-subscribed). The in-process adapter never
+   * loses them. Returns a function that stops the notifications.
+   */
+  watchSubscriptions(listener: (receiving: boolean) => void): () => void;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

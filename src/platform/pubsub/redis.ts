@@ -53,6 +53,34 @@ export function createRedisPubSub(options: RedisPubSubOptions): PubSub {
     for (const handler of [...state.handlers]) deliver(log, redisChannel, handler, message);
   });
 
+  // Whether the subscribing connection receives: false from a 'close' until the connection is
+  // ready again and a PING has answered. ioredis re-sends SUBSCRIBE for every channel before it
+  // emits 'ready', and replies come in order, so once the PING answers the channels are back.
+  const watchers = new Set<(receiving: boolean) => void>();
+  let receiving = true;
+  const notify = (value: boolean) => {
+    if (receiving === value) return;
+    receiving = value;
+    for (const watcher of [...watchers]) {
+      try {
+        watcher(value);
+      } catch (error) {
+        log.error({ err: error }, 'pub/sub subscription watcher failed');
+      }
+    }
+  };
+  subscriber.on('close', () => notify(false));
+  subscriber.on('ready', () => {
+    if (receiving || closed) return;
+    subscriber.ping().then(
+      () => {
+        if (subscriber.status === 'ready' && !closed) notify(true);
+      },
+      // Lost again before the answer: the next 'ready' tries again.
+      () => undefined,
+    );
+  });
+
   // SUBSCRIBE / UNSUBSCRIBE calls run one at a time, in call order, so concurrent subscribe and
   // unsubscribe of one channel always leave Redis matching the handlers that remain.
   let pending: Promise<void> = Promise.resolve();
@@ -128,6 +156,11 @@ export function createRedisPubSub(options: RedisPubSubOptions): PubSub {
       };
     },
 
+    watchSubscriptions(listener) {
+      watchers.add(listener);
+      return () => void watchers.delete(listener);
+    },
+
     async ping() {
       await usable();
       await publisher.ping();
@@ -137,6 +170,7 @@ export function createRedisPubSub(options: RedisPubSubOptions): PubSub {
       if (closed) return;
       closed = true;
       channels.clear();
+      watchers.clear();
       await Promise.all([quitRedis(subscriber), quitRedis(publisher)]);
     },
   };
