@@ -329,11 +329,13 @@ function createApi(baseUrl: string, dispatcher: Agent) {
       while ((end = buffer.indexOf('\n\n')) !== -1) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        if (block.startsWith('event: delta')) {
+        // Events carry an `id:` line before `event:` (reattachable streams).
+        const event = /^event: (\w+)$/m.exec(block)?.[1];
+        if (event === 'delta') {
           deltas += 1;
           if (deltas === 1) onFirstDelta();
-        } else if (block.startsWith('event: done')) done = true;
-        else if (block.startsWith('event: error')) errors += 1;
+        } else if (event === 'done') done = true;
+        else if (event === 'error') errors += 1;
       }
     }
     return { status: response.statusCode, deltas, done, errors, tail };
