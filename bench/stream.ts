@@ -211,6 +211,7 @@ async function main(): Promise<void> {
       SECRET_KEY: randomBytes(32).toString('hex'),
       ALLOW_SIGNUP: 'true',
       THROTTLE_CHAT_MESSAGES: '100000000/minute',
+      THROTTLE_LOGIN: '100000000/minute',
       PLANS_FILE: plansFile,
     });
     process.stdout.write(`starting the app on ${database} (migrations run on start-up)...\n`);
