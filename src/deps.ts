@@ -365,6 +365,7 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
       pgliteDir: `${config.DATA_DIR}/db`,
       poolSize: config.DATABASE_POOL_SIZE,
       connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+      poolWaitMs: config.DATABASE_POOL_WAIT_MS,
       queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
     }));
   if (ownsDatabase) await runMigrations(database, config.DATABASE_URL);

@@ -53,8 +53,10 @@ const envSchema = z.object({
   REDIS_URL: optionalUrl,
   /** Connections in the PostgreSQL pool (per process). */
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
-  /** Longest wait for a PostgreSQL connection (new or from the pool) before the request fails with 503. */
+  /** Longest wait for a new PostgreSQL connection before the request fails with 503. */
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(2000),
+  /** Longest a request waits for a connection of a full pool (a burst queues rather than fails) before 503. */
+  DATABASE_POOL_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** Longest a single PostgreSQL query may take on the client side before it fails (a hung or partitioned server). */
   DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
   /** Longest a Redis command on a request path may wait (Redis down or hung) before the request fails with 503. */

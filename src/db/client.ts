@@ -34,11 +34,16 @@ export interface DatabaseOptions {
   pgliteDir?: string;
   poolSize?: number;
   /**
-   * Longest wait for a connection, new or from a full pool (DATABASE_CONNECT_TIMEOUT_MS). Past it
-   * the query fails ("timeout exceeded when trying to connect"), which the error handler answers
-   * with 503. Default 2000 ms.
+   * Longest wait for a new connection to PostgreSQL (DATABASE_CONNECT_TIMEOUT_MS): past it the
+   * query fails ("Connection terminated due to connection timeout"), answered with 503. Default 2000 ms.
    */
   connectTimeoutMs?: number;
+  /**
+   * Longest wait for a connection of a full pool (DATABASE_POOL_WAIT_MS), so a burst of requests
+   * queues for the pool instead of failing; past it "timeout exceeded when trying to connect" (503).
+   * Default 10,000 ms.
+   */
+  poolWaitMs?: number;
   /**
    * Client-side limit of one query (DATABASE_QUERY_TIMEOUT_MS): a server that stops answering
    * (partition, hung host) fails the query instead of holding the request. Default 30,000 ms.
@@ -57,10 +62,18 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
  * query opens a new connection, so the service recovers by itself once the server is back.
  */
 function openPostgres(url: string, options: DatabaseOptions): Database {
+  const connectTimeoutMs = options.connectTimeoutMs ?? 2000;
+  // pg-pool uses one setting for both waits: the pool's is the queue's, each client's its connect.
+  class TimedClient extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis: connectTimeoutMs });
+    }
+  }
   const pool = new pg.Pool({
+    Client: TimedClient,
     connectionString: url,
     max: options.poolSize ?? 10,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
+    connectionTimeoutMillis: Math.max(options.poolWaitMs ?? 10_000, connectTimeoutMs),
     query_timeout: options.queryTimeoutMs ?? 30_000,
     // TCP keepalive notices a peer that vanished without closing (host down, network cut).
     keepAlive: true,

@@ -1,0 +1,36 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from './client.js';
+import { rootMessage } from './errors.js';
+
+const url = process.env.TEST_DATABASE_URL;
+
+describe.skipIf(!url)('the PostgreSQL pool', () => {
+  it('queues a request behind a full pool for longer than a new connection may take to open', async () => {
+    const database = await openDatabase({ url, poolSize: 1, connectTimeoutMs: 200, poolWaitMs: 3000 });
+    try {
+      const slow = Promise.resolve(database.db.execute(sql`select pg_sleep(0.6)`)); // started now (drizzle queries run when awaited)
+      const started = Date.now();
+      await expect(database.db.execute(sql`select 1 as one`)).resolves.toBeDefined();
+      expect(Date.now() - started).toBeGreaterThan(400);
+      await slow;
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('answers "timeout exceeded when trying to connect" once the pool wait is over', async () => {
+    const database = await openDatabase({ url, poolSize: 1, connectTimeoutMs: 200, poolWaitMs: 300 });
+    try {
+      const slow = Promise.resolve(database.db.execute(sql`select pg_sleep(1)`)); // started now (drizzle queries run when awaited)
+      const error = await database.db.execute(sql`select 1`).then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      expect(rootMessage(error)).toBe('timeout exceeded when trying to connect');
+      await slow;
+    } finally {
+      await database.close();
+    }
+  });
+});
