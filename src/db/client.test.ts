@@ -1,15 +1,19 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from './client.js';
+import { type Database, openDatabase } from './client.js';
 import { rootMessage } from './errors.js';
 
 const url = process.env.TEST_DATABASE_URL;
+
+/** Starts a query that keeps the pool's one connection busy (drizzle queries start when `then` is called). */
+const holdTheConnection = (database: Database, seconds: number) => database.db.execute(sql`select pg_sleep(${seconds})`).then(() => undefined);
 
 describe.skipIf(!url)('the PostgreSQL pool', () => {
   it('queues a request behind a full pool for longer than a new connection may take to open', async () => {
     const database = await openDatabase({ url, poolSize: 1, connectTimeoutMs: 200, poolWaitMs: 3000 });
     try {
-      const slow = Promise.resolve(database.db.execute(sql`select pg_sleep(0.6)`)); // started now (drizzle queries run when awaited)
+      const slow = holdTheConnection(database, 0.6);
+      await new Promise((resolve) => setTimeout(resolve, 100));
       const started = Date.now();
       await expect(database.db.execute(sql`select 1 as one`)).resolves.toBeDefined();
       expect(Date.now() - started).toBeGreaterThan(400);
@@ -22,7 +26,8 @@ describe.skipIf(!url)('the PostgreSQL pool', () => {
   it('answers "timeout exceeded when trying to connect" once the pool wait is over', async () => {
     const database = await openDatabase({ url, poolSize: 1, connectTimeoutMs: 200, poolWaitMs: 300 });
     try {
-      const slow = Promise.resolve(database.db.execute(sql`select pg_sleep(1)`)); // started now (drizzle queries run when awaited)
+      const slow = holdTheConnection(database, 1);
+      await new Promise((resolve) => setTimeout(resolve, 100));
       const error = await database.db.execute(sql`select 1`).then(
         () => undefined,
         (failure: unknown) => failure,
