@@ -4,11 +4,10 @@
  * and migrated), next to a bare Node process that starts a Fastify server answering /healthz
  * (the floor: Node + Fastify + listen) measured in the same run.
  *
- *   npm run build && npm run bench:start [-- --runs 5 --dist dist --compare dist/previous --no-record]
+ *   npm run build && npm run bench:start [-- --runs 5 --dist dist --compare /tmp/prev/dist --no-record]
  *
- * `--compare DIR` also measures another build, e.g. the previous commit's: with that commit checked
- * out, `npx tsc -p tsconfig.build.json --outDir dist/previous`. The directory must lie inside this
- * repository so its imports resolve to node_modules/ and it finds drizzle/.
+ * `--compare DIR` also measures another build, e.g. the previous commit's (bench/README.md): a
+ * `dist/` with node_modules/ and drizzle/ above it, so its imports and migrations resolve.
  * The targets take turns (floor, current, compared; then again), so load changes hit them alike.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
