@@ -10,7 +10,7 @@
  * `dist/` with node_modules/ and drizzle/ above it, so its imports and migrations resolve.
  * The targets take turns (floor, current, compared; then again), so load changes hit them alike.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -26,6 +26,8 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: process.env.BENCH_RUNS ?? '5' },
     dist: { type: 'string', default: process.env.BENCH_DIST ?? 'dist' },
     compare: { type: 'string', default: process.env.BENCH_COMPARE },
+    label: { type: 'string', default: process.env.BENCH_LABEL },
+    'compare-label': { type: 'string', default: process.env.BENCH_COMPARE_LABEL },
     'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
   },
 });
@@ -111,8 +113,16 @@ async function timeStart(target: Target, dataDir: string, secret: string): Promi
 
 const loadAtStart = loadAverage();
 const targets: Target[] = [{ label: 'floor: bare Fastify (`node -e`)', argv: ['--input-type=module', '-e', FLOOR] }];
-targets.push({ label: `app (${args.dist})`, argv: [serverOf(args.dist)] });
-if (args.compare) targets.push({ label: `app (${args.compare})`, argv: [serverOf(args.compare)] });
+/** This checkout's commit, for the default label of `--dist` (a build of the working tree). */
+function headCommit(): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown commit';
+  }
+}
+targets.push({ label: `app: ${args.label ?? `${args.dist}, ${headCommit()}`}`, argv: [serverOf(args.dist)] });
+if (args.compare) targets.push({ label: `app: ${args['compare-label'] ?? args.compare}`, argv: [serverOf(args.compare)] });
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wsai-bench-start-'));
 const secret = randomBytes(20).toString('hex'); // 40 characters
