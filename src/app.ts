@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
@@ -38,6 +39,24 @@ import { currentRequestContext, runWithRequestContext } from './platform/request
 import { isLocalStorage } from './platform/storage/local.js';
 import { localStorageRoutes } from './platform/storage/local.routes.js';
 
+/**
+ * Fastify's default schema compilers (ajv, fast-json-stringify), which it otherwise loads when the
+ * instance is created: here they are loaded only if something ever asks for them, since every
+ * route validates and serializes with zod (setValidatorCompiler / setSerializerCompiler below).
+ */
+const requireFromFastify = createRequire(createRequire(import.meta.url).resolve('fastify'));
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+type Factory = (...args: unknown[]) => unknown;
+/** Fastify's selector of one kind: called once, it returns the factory Fastify calls per schema set. */
+const lazyFactory = (name: string): Factory => {
+  let factory: Factory | undefined;
+  return (...args) => (factory ??= (requireFromFastify(name) as () => Factory)())(...args);
+};
+const lazyDefaultCompilers = {
+  buildValidator: lazyFactory('@fastify/ajv-compiler'),
+  buildSerializer: lazyFactory('@fastify/fast-json-stringify-compiler'),
+} as CompilersFactory;
+
 declare module 'fastify' {
   interface FastifyInstance {
     registeredRoutes: string[];
@@ -67,6 +86,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     // in our {detail, code} shape too, never quoting the input.
     frameworkErrors,
     clientErrorHandler,
+    schemaController: { compilersFactory: lazyDefaultCompilers },
   });
 
   // Every route as `METHOD /pattern`, for the role-matrix completeness test and diagnostics.

@@ -1,29 +1,24 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config/env.js';
-import { type Database, openDatabase } from './db/client.js';
-import { runMigrations } from './db/migrate.js';
+import type { Database } from './db/client.js';
+import { openServiceDatabase } from './db/open.js';
 import { createOutboxMailer } from './platform/mail/outbox.js';
 import type { Mailer } from './platform/mail/port.js';
-import { createSmtpMailer } from './platform/mail/smtp.js';
 import { createSharedCache, type SharedCache } from './platform/cache/shared-cache.js';
 import { createMemoryPubSub } from './platform/pubsub/memory.js';
 import type { PubSub } from './platform/pubsub/port.js';
-import { createRedisPubSub } from './platform/pubsub/redis.js';
 import { createMemoryEventBuffer } from './platform/event-buffer/memory.js';
 import type { EventBuffer } from './platform/event-buffer/port.js';
-import { createRedisEventBuffer } from './platform/event-buffer/redis.js';
-import { createBullmqQueue } from './platform/queue/bullmq.js';
 import { createJobSystem, type JobSystem } from './platform/queue/job-system.js';
 import type { JobsFor } from './platform/queue/jobs.js';
 import { createMemoryQueue } from './platform/queue/memory.js';
 import type { JobQueue } from './platform/queue/port.js';
-import { createMemoryRateLimiter, createRedisRateLimiter } from './platform/ratelimit/limiter.js';
+import { createMemoryRateLimiter } from './platform/ratelimit/memory.js';
 import { reportingRefusals } from './platform/ratelimit/rates.js';
 import type { RateLimiter } from './platform/ratelimit/port.js';
 import { createLocalStorage } from './platform/storage/local.js';
 import type { ObjectStorage } from './platform/storage/port.js';
-import { createS3Storage } from './platform/storage/s3.js';
 import { deleteExpiredIdempotencyKeys } from './platform/idempotency/idempotency.js';
 import { createMetrics, type Metrics, type ServiceMetrics } from './platform/metrics.js';
 import { createApiKeysService, isApiKey } from './modules/auth/api-keys.service.js';
@@ -134,39 +129,49 @@ export type Jobs = JobSystem<ReturnType<typeof jobDefinitions>>;
 
 type Infrastructure = Pick<Deps, 'queue' | 'pubsub' | 'limiter' | 'eventBuffer' | 'storage' | 'mailer'>;
 
-/** Chooses each adapter once, from configuration: Redis when REDIS_URL is set, else in-process. */
-function createInfrastructure(config: Config, log: Logger, database: Database, overrides: DepsOverrides): Infrastructure {
+/**
+ * Chooses each adapter once, from configuration: Redis when REDIS_URL is set, else in-process.
+ * The adapters of the other profile are never loaded (BullMQ, ioredis, the S3 SDK and nodemailer
+ * are imported only when configured), which keeps the embedded profile's start-up short.
+ */
+async function createInfrastructure(config: Config, log: Logger, database: Database, overrides: DepsOverrides): Promise<Infrastructure> {
   const redis = config.REDIS_URL;
   const prefix = config.REDIS_PREFIX;
+  const commandTimeoutMs = config.REDIS_COMMAND_TIMEOUT_MS;
   const queue =
     overrides.queue ??
     (redis
-      ? createBullmqQueue({
+      ? (await import('./platform/queue/bullmq.js')).createBullmqQueue({
           url: redis,
           prefix,
           concurrency: config.WORKER_CONCURRENCY,
-          commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
+          commandTimeoutMs,
           log: log.child({ module: 'queue' }),
         })
       : createMemoryQueue({ concurrency: config.WORKER_CONCURRENCY, log: log.child({ module: 'queue' }) }));
   const pubsub =
     overrides.pubsub ??
     (redis
-      ? createRedisPubSub({ url: redis, prefix, commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, log: log.child({ module: 'pubsub' }) })
+      ? (await import('./platform/pubsub/redis.js')).createRedisPubSub({ url: redis, prefix, commandTimeoutMs, log: log.child({ module: 'pubsub' }) })
       : createMemoryPubSub({ log: log.child({ module: 'pubsub' }) }));
   const limiter =
     overrides.limiter ??
     (redis
-      ? createRedisRateLimiter({ url: redis, prefix, commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, log: log.child({ module: 'ratelimit' }) })
+      ? (await import('./platform/ratelimit/limiter.js')).createRedisRateLimiter({
+          url: redis,
+          prefix,
+          commandTimeoutMs,
+          log: log.child({ module: 'ratelimit' }),
+        })
       : createMemoryRateLimiter());
   const bufferLimits = { ttlMs: config.STREAM_BUFFER_TTL_SECONDS * 1000, maxEvents: config.STREAM_BUFFER_MAX_EVENTS };
   const eventBuffer =
     overrides.eventBuffer ??
     (redis
-      ? createRedisEventBuffer({
+      ? (await import('./platform/event-buffer/redis.js')).createRedisEventBuffer({
           url: redis,
           prefix,
-          commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
+          commandTimeoutMs,
           log: log.child({ module: 'event-buffer' }),
           ...bufferLimits,
         })
@@ -174,7 +179,7 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
   const storage =
     overrides.storage ??
     (config.STORAGE_BACKEND === 's3'
-      ? createS3Storage({
+      ? (await import('./platform/storage/s3.js')).createS3Storage({
           endpoint: config.S3_ENDPOINT,
           region: config.S3_REGION,
           // loadConfig refuses STORAGE_BACKEND=s3 without these.
@@ -194,7 +199,7 @@ function createInfrastructure(config: Config, log: Logger, database: Database, o
   const mailer =
     overrides.mailer ??
     (config.SMTP_URL
-      ? createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM, db: database.db, log: mailLog })
+      ? (await import('./platform/mail/smtp.js')).createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM, db: database.db, log: mailLog })
       : createOutboxMailer(database.db, mailLog, { directory: path.join(config.DATA_DIR, 'mail') }));
   return { queue, pubsub, limiter, eventBuffer, storage, mailer };
 }
@@ -353,24 +358,20 @@ function createServices(
   };
 }
 
-export async function createDeps(config: Config, log: Logger, overrides: DepsOverrides = {}): Promise<Deps> {
-  // Loaded before the database opens so a bad catalog or plans file fails fast at start-up.
+/**
+ * `opening`: the service's own database, already being opened and migrated by the caller
+ * (`openServiceDatabase(config)`, which server.ts starts before loading this module); like the
+ * one createDeps opens itself, it is closed by `close()`. Without it (and without
+ * `overrides.database`) createDeps opens and migrates the configured database.
+ */
+export async function createDeps(config: Config, log: Logger, overrides: DepsOverrides = {}, opening?: Promise<Database>): Promise<Deps> {
+  // Loaded before the database is awaited so a bad catalog or plans file fails fast at start-up.
   const catalog = loadCatalog(config.MODEL_CATALOG_FILE);
   const plans = loadPlans(config.PLANS_FILE, catalog);
   const ownsDatabase = !overrides.database;
-  const database =
-    overrides.database ??
-    (await openDatabase({
-      url: config.DATABASE_URL,
-      pgliteDir: `${config.DATA_DIR}/db`,
-      poolSize: config.DATABASE_POOL_SIZE,
-      connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
-      poolWaitMs: config.DATABASE_POOL_WAIT_MS,
-      queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
-    }));
-  if (ownsDatabase) await runMigrations(database, config.DATABASE_URL);
+  const database = overrides.database ?? (await (opening ?? openServiceDatabase(config)));
 
-  const infrastructure = createInfrastructure(config, log, database, overrides);
+  const infrastructure = await createInfrastructure(config, log, database, overrides);
   const { queue, pubsub, limiter, eventBuffer, storage, mailer } = infrastructure;
   // Filled in below, before any job can run (handlers only run after startWorker).
   const late: { deps?: Deps } = {};

@@ -1,9 +1,7 @@
-import { buildApp } from './app.js';
 import { loadConfig } from './config/env.js';
 import { resolveSecretKey } from './config/secret-key.js';
-import { createDeps } from './deps.js';
+import { openServiceDatabase } from './db/open.js';
 import { createLogger } from './platform/logger.js';
-import { serveMetrics } from './platform/metrics.js';
 import { onShutdownSignal } from './platform/shutdown.js';
 import { startTracing } from './platform/tracing.js';
 
@@ -11,7 +9,18 @@ const config = resolveSecretKey(loadConfig());
 const log = createLogger(config.LOG_LEVEL);
 // Before anything opens a connection, so the first queries are traced too (off when unset).
 const tracing = startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME });
-const deps = await createDeps(config, log);
+// Opening (PGlite: starting its WASM instance) and migrating the database is the slowest step of
+// start-up: begun first, it runs while the services and routes below are loaded. createDeps
+// awaits it (and reports its failure); the empty handler only keeps it from counting as unhandled
+// meanwhile.
+const opening = openServiceDatabase(config);
+opening.catch(() => undefined);
+const [{ createDeps }, { buildApp }, { serveMetrics }] = await Promise.all([
+  import('./deps.js'),
+  import('./app.js'),
+  import('./platform/metrics.js'),
+]);
+const deps = await createDeps(config, log, {}, opening);
 const app = await buildApp(deps);
 
 await app.listen({ port: config.PORT, host: config.HOST });

@@ -3,10 +3,12 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { type SQL, sql } from 'drizzle-orm';
-import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import type { drizzle as drizzlePgType } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import pg from 'pg';
+import type pg from 'pg';
+// The driver module's type, for the parameter that shadows the `pg` types above.
+import type PgDriver from 'pg';
 import { SpanKind } from '@opentelemetry/api';
 import type { PoolStats } from '../platform/metrics.js';
 import { tracingEnabled, withSpan } from '../platform/tracing.js';
@@ -52,7 +54,11 @@ export interface DatabaseOptions {
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  if (options.url) return openPostgres(options.url, options);
+  if (options.url) {
+    // The PostgreSQL driver is loaded only on that profile (the embedded one never needs it).
+    const [{ default: driver }, { drizzle }] = await Promise.all([import('pg'), import('drizzle-orm/node-postgres')]);
+    return openPostgres({ pg: driver, drizzlePg: drizzle }, options.url, options);
+  }
   return openPglite(options.pgliteDir ?? 'memory://');
 }
 
@@ -61,11 +67,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
  * are dropped from the pool (pg-pool removes a client that errors, idle or busy) and the next
  * query opens a new connection, so the service recovers by itself once the server is back.
  */
-function openPostgres(url: string, options: DatabaseOptions): Database {
+function openPostgres(
+  { pg, drizzlePg }: { pg: typeof PgDriver; drizzlePg: typeof drizzlePgType },
+  url: string,
+  options: DatabaseOptions,
+): Database {
   const connectTimeoutMs = options.connectTimeoutMs ?? 2000;
   // pg-pool uses one setting for both waits: the pool's is the queue's, each client's its connect.
   class TimedClient extends pg.Client {
-    constructor(config?: pg.ClientConfig) {
+    constructor(config?: PgDriver.ClientConfig) {
       super({ ...config, connectionTimeoutMillis: connectTimeoutMs });
     }
   }

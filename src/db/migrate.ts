@@ -2,11 +2,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
-import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
-import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
-import pg from 'pg';
 import type { Database } from './client.js';
 
 /** Finds the committed `drizzle/` folder from both `src/` (tsx, tests) and `dist/src/` (built). */
@@ -35,6 +32,12 @@ export async function runMigrations(database: Database, url?: string): Promise<v
     return;
   }
   if (!url) throw new Error('runMigrations needs the connection URL on PostgreSQL');
+  // Loaded only on PostgreSQL, like the driver in client.ts.
+  const [{ default: pg }, { drizzle: drizzlePg }, { migrate: migratePg }] = await Promise.all([
+    import('pg'),
+    import('drizzle-orm/node-postgres'),
+    import('drizzle-orm/node-postgres/migrator'),
+  ]);
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import {
   type Attributes,
   type Context,
@@ -8,15 +9,11 @@ import {
   propagation,
   trace,
 } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  BatchSpanProcessor,
-  NodeTracerProvider,
-  SimpleSpanProcessor,
-  type SpanExporter,
-} from '@opentelemetry/sdk-trace-node';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
+import type * as Resources from '@opentelemetry/resources';
+import type * as SdkTraceNode from '@opentelemetry/sdk-trace-node';
+import type { NodeTracerProvider, SpanExporter } from '@opentelemetry/sdk-trace-node';
+import type * as SemanticConventions from '@opentelemetry/semantic-conventions';
 import type { FastifyInstance } from 'fastify';
 
 /**
@@ -43,13 +40,24 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
+/**
+ * The SDK (provider, processors, OTLP exporter: a few hundred files) is loaded only when tracing
+ * starts, so a process without OTEL_EXPORTER_OTLP_ENDPOINT never loads it. `require` keeps
+ * `startTracing` synchronous; the API it registers with is process-global, whichever build loads it.
+ */
+const requireSdk = createRequire(import.meta.url);
+
 /** Registers the tracer provider when an endpoint (or exporter) is given; otherwise does nothing. */
 export function startTracing(options: TracingOptions): Tracing | undefined {
   if (!options.endpoint && !options.exporter) return undefined;
   if (provider) throw new Error('tracing is already started in this process');
+  const { BatchSpanProcessor, NodeTracerProvider, SimpleSpanProcessor } = requireSdk('@opentelemetry/sdk-trace-node') as typeof SdkTraceNode;
+  const { resourceFromAttributes } = requireSdk('@opentelemetry/resources') as typeof Resources;
+  const { ATTR_SERVICE_NAME } = requireSdk('@opentelemetry/semantic-conventions') as typeof SemanticConventions;
+  const otlp = () => requireSdk('@opentelemetry/exporter-trace-otlp-http') as typeof OtlpHttp;
   const processor = options.exporter
     ? new SimpleSpanProcessor(options.exporter)
-    : new BatchSpanProcessor(new OTLPTraceExporter({ url: `${options.endpoint!.replace(/\/+$/, '')}/v1/traces` }));
+    : new BatchSpanProcessor(new (otlp().OTLPTraceExporter)({ url: `${options.endpoint!.replace(/\/+$/, '')}/v1/traces` }));
   const started = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: options.serviceName }),
     spanProcessors: [processor],

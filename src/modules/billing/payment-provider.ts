@@ -1,10 +1,11 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { Config } from '../../config/env.js';
 
 /**
  * The payment provider as the billing module uses it: three calls and the webhook signature
  * check, implemented with the `stripe` SDK. Services depend on this interface, not on Stripe's
- * types, so provider failures are mapped in one place.
+ * types, so provider failures are mapped in one place. The SDK (a few hundred files) is loaded on
+ * the first provider call or webhook, not at start-up.
  */
 export interface PaymentProvider {
   createCustomer(input: { email: string; name: string; userId: number; idempotencyKey: string }): Promise<{ id: string }>;
@@ -32,6 +33,10 @@ export const SIGNATURE_TOLERANCE_SECONDS = 300;
 /** Provider calls are user-facing (checkout button): fail within this time rather than hang. */
 const REQUEST_TIMEOUT_MS = 15_000;
 
+let sdk: Promise<typeof Stripe> | undefined;
+/** The `stripe` module, imported once, on first use. */
+const loadStripe = () => (sdk ??= import('stripe').then((module) => module.default));
+
 /**
  * `STRIPE_API_BASE` as the SDK's host/port/protocol. Like the other provider base URLs it may
  * include the `/v1` part; the SDK adds `/v1/...` to every path itself, so any other path is an error.
@@ -48,18 +53,27 @@ export function parseApiBase(base: string): { host: string; port: number; protoc
 
 /** The provider client from configuration; null when STRIPE_SECRET_KEY is unset (billing actions answer 503). */
 export function createPaymentProvider(config: Pick<Config, 'STRIPE_SECRET_KEY' | 'STRIPE_API_BASE'>): PaymentProvider | null {
-  if (!config.STRIPE_SECRET_KEY) return null;
-  const stripe = new Stripe(config.STRIPE_SECRET_KEY, {
-    ...(config.STRIPE_API_BASE ? parseApiBase(config.STRIPE_API_BASE) : {}),
-    // One retry covers a dropped connection; more would keep the user waiting on a button.
-    maxNetworkRetries: 1,
-    timeout: REQUEST_TIMEOUT_MS,
-    telemetry: false,
-  });
+  const secretKey = config.STRIPE_SECRET_KEY;
+  if (!secretKey) return null;
+  // Checked now, so a malformed STRIPE_API_BASE still fails at start-up.
+  const base = config.STRIPE_API_BASE ? parseApiBase(config.STRIPE_API_BASE) : {};
+  let client: Promise<Stripe> | undefined;
+  const connect = () =>
+    (client ??= loadStripe().then(
+      (StripeSdk) =>
+        new StripeSdk(secretKey, {
+          ...base,
+          // One retry covers a dropped connection; more would keep the user waiting on a button.
+          maxNetworkRetries: 1,
+          timeout: REQUEST_TIMEOUT_MS,
+          telemetry: false,
+        }),
+    ));
 
-  async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  async function call<T>(what: string, fn: (stripe: Stripe) => Promise<T>): Promise<T> {
+    const stripe = await connect();
     try {
-      return await fn();
+      return await fn(stripe);
     } catch (error) {
       throw new PaymentProviderError(`${what} failed: ${error instanceof Error ? error.message : String(error)}`, {
         cause: error,
@@ -69,14 +83,14 @@ export function createPaymentProvider(config: Pick<Config, 'STRIPE_SECRET_KEY' |
 
   return {
     async createCustomer({ email, name, userId, idempotencyKey }) {
-      const customer = await call('create customer', () =>
+      const customer = await call('create customer', (stripe) =>
         stripe.customers.create({ email, name, metadata: { user_id: String(userId) } }, { idempotencyKey }),
       );
       return { id: customer.id };
     },
 
     async createCheckoutSession({ customerId, priceId, workspaceId, userId, successUrl, cancelUrl }) {
-      const session = await call('create checkout session', () =>
+      const session = await call('create checkout session', (stripe) =>
         stripe.checkout.sessions.create({
           mode: 'subscription',
           customer: customerId,
@@ -95,7 +109,7 @@ export function createPaymentProvider(config: Pick<Config, 'STRIPE_SECRET_KEY' |
     },
 
     async createPortalSession({ customerId, returnUrl }) {
-      const session = await call('create billing portal session', () =>
+      const session = await call('create billing portal session', (stripe) =>
         stripe.billingPortal.sessions.create({ customer: customerId, return_url: returnUrl }),
       );
       return { url: session.url };
@@ -110,15 +124,16 @@ export function createPaymentProvider(config: Pick<Config, 'STRIPE_SECRET_KEY' |
  * signature dated more than the tolerance ahead is refused here too, so a captured header cannot
  * be pre-dated to extend its replay window.
  */
-export function verifyWebhookSignature(
+export async function verifyWebhookSignature(
   payload: Buffer,
   header: string | undefined,
   secret: string,
   nowMs = Date.now(),
-): boolean {
+): Promise<boolean> {
   if (!header || payload.length === 0) return false;
+  const StripeSdk = await loadStripe();
   try {
-    Stripe.webhooks.signature!.verifyHeader(payload, header, secret, SIGNATURE_TOLERANCE_SECONDS, undefined, nowMs);
+    StripeSdk.webhooks.signature!.verifyHeader(payload, header, secret, SIGNATURE_TOLERANCE_SECONDS, undefined, nowMs);
   } catch {
     return false;
   }

@@ -16,7 +16,6 @@ import { documentStore as repo } from '../documents/index.js';
 import { EMBEDDING_DIMENSIONS } from '../documents/index.js';
 import type { ModelRegistry } from '../models/index.js';
 import { findWorkspace } from '../workspaces/index.js';
-import { chunkDocument } from './chunk.js';
 import { ExtractionError, extractText } from './extract/index.js';
 import { IngestionError } from './ingestion.errors.js';
 import { fetchYoutubeTranscript } from './youtube-transcript.js';
@@ -178,6 +177,8 @@ export function createIngestionService(deps: IngestionServiceDeps) {
           filename: document.name,
           sourceUrl: document.sourceUrl ?? undefined,
         });
+        // The tokenizer's tables take a while to load: only a process that ingests loads them.
+        const { chunkDocument } = await import('./chunk.js');
         const chunks = chunkDocument(extracted);
         if (chunks.length === 0) throw new IngestionError('no_text', 'No text could be found in this document.');
         context.signal?.throwIfAborted();

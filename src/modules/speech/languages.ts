@@ -41,12 +41,18 @@ function iso639_1Codes(): string[] {
   return [...codes];
 }
 
-const ISO_639_1 = new Set(iso639_1Codes());
+/** Built on first use (a few hundred ICU look-ups), not when the service loads. */
+function once<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => (value ??= make());
+}
+
+const iso639_1 = once(() => new Set(iso639_1Codes()));
 
 /** Lower-cased English name → canonical tag ("french" → "fr", "brazilian portuguese" → "pt-BR"). */
-const tagByName = (() => {
+const tagByName = once(() => {
   const map = new Map<string, string>();
-  for (const tag of [...ISO_639_1, ...NAMED_VARIANTS]) {
+  for (const tag of [...iso639_1(), ...NAMED_VARIANTS]) {
     for (const names of [languageNames, standardNames]) {
       const name = names.of(tag);
       // First come wins: the ISO 639-1 languages are listed before the variants.
@@ -54,7 +60,7 @@ const tagByName = (() => {
     }
   }
   return map;
-})();
+});
 
 /** Checks a tag against CLDR: well-formed, simple, and every subtag a known language/script/region. */
 function knownTag(input: string): string | undefined {
@@ -81,7 +87,7 @@ export interface TargetLanguage {
  */
 export function resolveTargetLanguage(input: string): TargetLanguage | undefined {
   if (input.length > 64) return undefined;
-  const tag = tagByName.get(normalizeName(input)) ?? knownTag(input.trim());
+  const tag = tagByName().get(normalizeName(input)) ?? knownTag(input.trim());
   if (!tag) return undefined;
   return { tag, name: languageNames.of(tag) ?? tag };
 }
@@ -92,5 +98,5 @@ export function resolveIso639_1(input: string): string | undefined {
   // Two letters as given: ICU would also turn three-letter aliases ("eng") into "en".
   if (!/^[a-z]{2}$/i.test(trimmed)) return undefined;
   const code = canonical(trimmed);
-  return code && ISO_639_1.has(code) ? code : undefined;
+  return code && iso639_1().has(code) ? code : undefined;
 }

@@ -2,7 +2,8 @@ import { lookup } from 'node:dns/promises';
 import { rootCertificates } from 'node:tls';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import { Client, buildConnector, type Dispatcher } from 'undici';
+import type * as Undici from 'undici';
+import type { buildConnector, Dispatcher } from 'undici';
 import { parseMediaType } from '../content-type.js';
 import { CATEGORY_LABELS, checkAddress, connectAddress, parseAddress, parseAllowList } from './address-policy.js';
 import { UrlFetchError, UrlNotAllowedError, type UrlRefusalReason } from './errors.js';
@@ -120,14 +121,20 @@ export function createSafeFetcher(options: SafeFetcherOptions): SafeFetcher {
   const userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
   const resolver = options.resolver ?? systemResolver;
   const extraCa = options.ca === undefined ? [] : Array.isArray(options.ca) ? options.ca : [options.ca];
-  const baseConnect = buildConnector({
-    timeout: Math.min(timeoutMs, 10_000),
-    ...(extraCa.length ? { ca: [...rootCertificates, ...extraCa] } : {}),
-  });
+  // undici is loaded on the first fetch, not when the service starts.
+  let undici: Promise<{ Client: typeof Undici.Client; baseConnect: buildConnector.connector }> | undefined;
+  const loadUndici = () =>
+    (undici ??= import('undici').then(({ Client, buildConnector }) => ({
+      Client,
+      baseConnect: buildConnector({
+        timeout: Math.min(timeoutMs, 10_000),
+        ...(extraCa.length ? { ca: [...rootCertificates, ...extraCa] } : {}),
+      }),
+    })));
 
   /** A connector that ignores the host name and connects to one address we already checked. */
   const pinned =
-    (address: string, checked: CheckedUrl): buildConnector.connector =>
+    (baseConnect: buildConnector.connector, address: string, checked: CheckedUrl): buildConnector.connector =>
     (connectOptions, callback) => {
       const port = Number(connectOptions.port) || (connectOptions.protocol === 'https:' ? 443 : 80);
       options.onConnect?.({ hostname: checked.host, address, port });
@@ -177,10 +184,11 @@ export function createSafeFetcher(options: SafeFetcherOptions): SafeFetcher {
     headers: Record<string, string>,
     signal: AbortSignal,
   ) {
+    const { Client, baseConnect } = await loadUndici();
     let lastError: unknown;
     for (const address of addresses) {
       const client = new Client(checked.url.origin, {
-        connect: pinned(address, checked),
+        connect: pinned(baseConnect, address, checked),
         // The overall deadline aborts `signal`; these only keep undici's own defaults out of the way.
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,

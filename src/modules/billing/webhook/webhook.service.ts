@@ -60,12 +60,12 @@ export function createWebhookService({
   payloadRetentionDays?: number;
 }) {
   /** Signature, JSON, text and structure, in that order; nothing is recorded for a refused request. */
-  function parse(rawBody: Buffer, signature: string | undefined, requestLog: WebhookLog): ParsedEvent {
+  async function parse(rawBody: Buffer, signature: string | undefined, requestLog: WebhookLog): Promise<ParsedEvent> {
     if (!secret) {
       requestLog.error({}, 'PAYMENT_WEBHOOK_SECRET is not set; refusing payment webhook');
       throw billingErrors.webhookNotConfigured();
     }
-    if (!verifyWebhookSignature(rawBody, signature, secret)) throw billingErrors.invalidSignature();
+    if (!(await verifyWebhookSignature(rawBody, signature, secret))) throw billingErrors.invalidSignature();
     return parseBody(rawBody);
   }
 
@@ -193,7 +193,7 @@ export function createWebhookService({
     requestLog: WebhookLog,
     onType: (type: string) => void,
   ): Promise<WebhookAck> {
-    const parsed = parse(rawBody, signature, requestLog);
+    const parsed = await parse(rawBody, signature, requestLog);
     onType(parsed.type);
     const { envelope } = parsed;
     const inbox: inboxStore.InboxEvent = {

@@ -2,13 +2,12 @@
  * Text extraction for document ingestion: bytes + content type in, plain text per page out.
  * Pure (no database, storage or network); see ../README.md for the decisions. One file per
  * format; this entry detects the format (detect.ts) and hands the bytes to that format's extractor.
+ * PDF, DOCX and HTML load their libraries (unpdf, mammoth, linkedom + Readability) on first use,
+ * so a process that never extracts such a file never loads them.
  */
 import { parseMediaType } from '../../../platform/content-type.js';
-import { extractDocx } from './docx.js';
 import { detectFormat, extensionOf } from './detect.js';
-import { extractHtmlBytes } from './html.js';
 import { extractJson } from './json.js';
-import { extractPdf } from './pdf.js';
 import { extractPlainText } from './text.js';
 import { type DocumentFormat, type ExtractedDocument, EXTRACTION_LIMITS, type ExtractInput, type ExtractionLimits } from './types.js';
 
@@ -34,10 +33,10 @@ interface FormatInput {
 }
 
 const EXTRACTORS: Record<DocumentFormat, (input: FormatInput) => ExtractedDocument | Promise<ExtractedDocument>> = {
-  pdf: ({ bytes, limits }) => extractPdf(bytes, limits),
-  docx: ({ bytes, limits }) => extractDocx(bytes, limits),
+  pdf: async ({ bytes, limits }) => (await import('./pdf.js')).extractPdf(bytes, limits),
+  docx: async ({ bytes, limits }) => (await import('./docx.js')).extractDocx(bytes, limits),
   json: ({ bytes, charset, limits }) => extractJson(bytes, charset, limits),
-  html: ({ bytes, charset, limits }) => extractHtmlBytes(bytes, charset, limits),
+  html: async ({ bytes, charset, limits }) => (await import('./html.js')).extractHtmlBytes(bytes, charset, limits),
   markdown: ({ bytes, charset, limits }) => extractPlainText(bytes, { format: 'markdown', charset, tsv: false, limits }),
   text: ({ bytes, charset, limits }) => extractPlainText(bytes, { format: 'text', charset, tsv: false, limits }),
   csv: ({ bytes, mime, charset, filename, limits }) =>
