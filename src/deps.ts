@@ -228,6 +228,14 @@ function createServices(
   const modelRegistry = createModelRegistry(config, catalog);
   const streams = createStreamControl({ pubsub, log: log.child({ module: 'streams' }) });
   const credit = createCreditService({ db, plans, catalog, log: log.child({ module: 'credit' }), metrics });
+  const chats = createChatsService({
+    db,
+    catalog,
+    credit,
+    messagesOfChat: listMessagesOfChat,
+    listCache: accessCache.region('chat-lists'),
+    invalidate,
+  });
   const knowledge =
     overrides.knowledge ?? createKnowledgeSearch({ db, config, credit, modelRegistry, log: log.child({ module: 'knowledge' }), metrics });
   const allowedPrivateHosts = config.URL_FETCH_ALLOWED_PRIVATE_HOSTS;
@@ -306,7 +314,7 @@ function createServices(
       log: log.child({ module: 'billing' }),
     }),
     models: createModelsService({ db, catalog, planModelRules: createPlanModelRules(db, plans) }),
-    chats: createChatsService({ db, catalog, credit, messagesOfChat: listMessagesOfChat }),
+    chats,
     modelRegistry,
     streams,
     messages: createMessagesService({
@@ -321,6 +329,7 @@ function createServices(
       knowledge,
       streams,
       eventBuffer,
+      touchChat: chats.touch,
       jobs,
       log: log.child({ module: 'messages' }),
       metrics,

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
+import { accessTags, type CacheInvalidator, type CacheRegion } from '../../platform/cache/shared-cache.js';
 import { isUuid } from '../../platform/ids.js';
 import type { CreditService } from '../billing/index.js';
 import type { ModelCatalog } from '../models/index.js';
@@ -47,6 +48,13 @@ export interface ChatMessageForExport {
 }
 
 export interface ChatsServiceDeps {
+  /**
+   * Chat list pages cached per member and page, dropped on every change of the workspace's chats,
+   * shares or activity and with the member's membership (src/deps.ts; off: read every time).
+   */
+  listCache?: CacheRegion<PageResult<ChatOut>>;
+  /** Drops cached entries by tag in every process (after the change committed). */
+  invalidate?: CacheInvalidator;
   db: Db;
   catalog: ModelCatalog;
   credit: CreditService;
@@ -54,7 +62,17 @@ export interface ChatsServiceDeps {
   messagesOfChat: (db: Db, chatId: string) => Promise<ChatMessageForExport[]>;
 }
 
-export function createChatsService({ db, catalog, credit, messagesOfChat }: ChatsServiceDeps) {
+export function createChatsService({ db, catalog, credit, messagesOfChat, listCache, invalidate }: ChatsServiceDeps) {
+  /** After a change to the workspace's chats (rows, shares, public state). */
+  const changed = async (workspaceId: string) => {
+    await invalidate?.(accessTags.chatList(workspaceId));
+  };
+
+  async function listPage(workspaceId: string, userId: number, page: PageQuery): Promise<PageResult<ChatOut>> {
+    const { rows, count } = await repo.listVisibleChats(db, workspaceId, userId, page.limit, page.offset);
+    return { count, results: rows.map(toChatOut) };
+  }
+
   /**
    * A model the workspace may use now: known (400), in the plan's tiers (402
    * `model_not_in_plan`) and with credit left (402 `credit_exhausted`).
@@ -75,8 +93,17 @@ export function createChatsService({ db, catalog, credit, messagesOfChat }: Chat
   return {
     async list(userId: number, workspaceId: string, page: PageQuery): Promise<PageResult<ChatOut>> {
       await requireMember(db, workspaceId, userId);
-      const { rows, count } = await repo.listVisibleChats(db, workspaceId, userId, page.limit, page.offset);
-      return { count, results: rows.map(toChatOut) };
+      if (!listCache) return listPage(workspaceId, userId, page);
+      const key = `${workspaceId.toLowerCase()}:${userId}:${page.limit}:${page.offset}`;
+      const cached = await listCache.through(key, async () => {
+        const value = await listPage(workspaceId, userId, page);
+        // Shared by every request it answers: frozen.
+        value.results.forEach((chat) => Object.freeze(chat));
+        Object.freeze(value.results);
+        const tags = [accessTags.chatList(workspaceId), accessTags.membership(workspaceId, userId), accessTags.workspace(workspaceId), accessTags.user(userId)];
+        return { value: Object.freeze(value), tags };
+      });
+      return cached!;
     },
 
     async create(userId: number, workspaceId: string, input: CreateChatInput): Promise<ChatOut> {
@@ -93,6 +120,7 @@ export function createChatsService({ db, catalog, credit, messagesOfChat }: Chat
         agentFramework: input.agent_framework,
         modelParameters: input.model_parameters,
       });
+      await changed(workspaceId);
       return toChatOut(row);
     },
 
@@ -114,17 +142,21 @@ export function createChatsService({ db, catalog, credit, messagesOfChat }: Chat
       if (input.temperature !== undefined) values.temperature = input.temperature;
       if (input.agent_framework !== undefined) values.agentFramework = input.agent_framework;
       if (input.model_parameters !== undefined) values.modelParameters = input.model_parameters;
-      return toChatOut(await repo.updateChat(db, chat.id, values));
+      const row = await repo.updateChat(db, chat.id, values);
+      await changed(workspaceId);
+      return toChatOut(row);
     },
 
     async delete(userId: number, workspaceId: string, chatId: string): Promise<void> {
       const { chat } = await loadChat(db, workspaceId, chatId, userId, 'manage');
       await repo.deleteChat(db, chat.id);
+      await changed(workspaceId);
     },
 
     async togglePublic(userId: number, workspaceId: string, chatId: string) {
       const { chat } = await loadChat(db, workspaceId, chatId, userId, 'manage');
       const row = await repo.updateChat(db, chat.id, { isPublic: !chat.isPublic });
+      await changed(workspaceId);
       return { is_public: row.isPublic, link_uuid: row.linkUuid };
     },
 
@@ -136,6 +168,7 @@ export function createChatsService({ db, catalog, credit, messagesOfChat }: Chat
       if (!(await findWorkspaceWithMembership(db, workspaceId, target.id))) throw chatErrors.shareTargetInvalid();
       const existed = await repo.findShare(db, chat.id, target.id);
       const share = existed ?? (await repo.insertShare(db, chat.id, target.id, userId));
+      if (!existed) await changed(workspaceId);
       return { share: toShareOut(share!), created: !existed };
     },
 
@@ -143,6 +176,13 @@ export function createChatsService({ db, catalog, credit, messagesOfChat }: Chat
       const { chat } = await loadChat(db, workspaceId, chatId, userId, 'manage');
       const target = await findUserByEmail(db, email);
       if (!target || !(await repo.deleteShare(db, chat.id, target.id))) throw chatErrors.shareNotFound();
+      await changed(workspaceId);
+    },
+
+    /** Marks a chat active now (a new reply brings it to the top of everyone's list). */
+    async touch(chat: { id: string; workspaceId: string }): Promise<void> {
+      await repo.touchChat(db, chat.id);
+      await changed(chat.workspaceId);
     },
 
     async listShares(userId: number, workspaceId: string, chatId: string, page: PageQuery): Promise<PageResult<ShareOut>> {

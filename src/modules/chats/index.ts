@@ -7,4 +7,4 @@ export { chatErrors } from './chats.errors.js';
 /** Run by workspaces (through src/deps.ts) when a member leaves or is removed, in that transaction. */
 export { removeUserSharesInWorkspace } from './chats.repo.js';
 /** The chat row by id (a stored reply's chat) and its last-activity stamp, for messages. */
-export { findChatById, touchChat } from './chats.repo.js';
+export { findChatById } from './chats.repo.js';

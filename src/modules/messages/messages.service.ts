@@ -62,6 +62,8 @@ export interface MessagesServiceDeps {
   streams: StreamControl;
   /** Recent events of streams, for clients that reattach. */
   eventBuffer: EventBuffer;
+  /** Marks a chat active after a reply (chats owns its list and the list's cache; src/deps.ts). */
+  touchChat: (chat: { id: string; workspaceId: string }) => Promise<void>;
   /** Records the background reply of an agent task in the task's own transaction. */
   jobs: JobsFor<{ 'chat.agent-reply': { taskId: string } }>;
   log: Logger;
@@ -69,7 +71,7 @@ export interface MessagesServiceDeps {
 }
 
 export function createMessagesService(deps: MessagesServiceDeps) {
-  const { db, config, agentAsync, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, jobs, log, metrics } = deps;
+  const { db, config, agentAsync, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, touchChat, jobs, log, metrics } = deps;
 
   /**
    * Phase one's checks for every turn: the per-user throttle, then the billing gate (archived,
@@ -174,7 +176,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     return prepareTurn(access, userId, admitted, () => repo.updateMessage(db, message.id, { content }), streamId);
   }
 
-  const runTurn = createTurnRunner({ db, credit, storage, knowledge, streams, log, metrics });
+  const runTurn = createTurnRunner({ db, credit, storage, knowledge, streams, touchChat, log, metrics });
   const streamTurn = createTurnStreamer({ runTurn, eventBuffer, log, metrics });
   const reattach = createReattach({ db, eventBuffer });
 

@@ -10,7 +10,6 @@ import type { AgentEvent } from '../agents/index.js';
 import { agentFramework, ModelCallError } from '../agents/index.js';
 import type { KnowledgeSearch } from '../agents/index.js';
 import type { CreditService } from '../billing/index.js';
-import { touchChat } from '../chats/index.js';
 import type { ChatModel } from '../models/index.js';
 import { attachmentToParts } from './attachments.js';
 import * as repo from './messages.repo.js';
@@ -39,13 +38,15 @@ export interface TurnRunnerDeps {
   storage: ObjectStorage;
   knowledge: KnowledgeSearch;
   streams: StreamControl;
+  /** Marks the chat active after its reply was saved. */
+  touchChat: (chat: { id: string; workspaceId: string }) => Promise<void>;
   log: Logger;
   metrics: Pick<ServiceMetrics, 'modelCall' | 'streamStopped'>;
 }
 
 /** Phase two of a turn: the model call, its events, the saved reply and the settled credit. */
 export function createTurnRunner(deps: TurnRunnerDeps) {
-  const { db, credit, storage, knowledge, streams, log, metrics } = deps;
+  const { db, credit, storage, knowledge, streams, touchChat, log, metrics } = deps;
 
   async function toModelMessages(path: repo.MessageRow[], model: ChatModel): Promise<ModelMessage[]> {
     const result: ModelMessage[] = [];
@@ -176,7 +177,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           outputTokens,
           referenceId: `chat:${reply.id}`,
         });
-        await touchChat(db, chat.id);
+        await touchChat(chat);
         log.info({ ...summary, messageId: reply.id }, 'reply finished');
         return { reply, userMessage, usage, stopped: outcome.stopped };
       } catch (error) {

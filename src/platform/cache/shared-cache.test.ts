@@ -97,6 +97,28 @@ describe('shared cache (in-process bus)', () => {
     await bus.close();
   });
 
+  it('an invalidation of other tags during a load does not keep it from being stored', async () => {
+    const { log } = captureLog();
+    const bus = createMemoryPubSub({ log });
+    const cache = createSharedCache({ pubsub: bus, log, ...settings });
+    await cache.listen();
+    const region = cache.region<string>('r');
+    let release!: () => void;
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    const pending = region.through('k', async () => {
+      await slow;
+      return { value: 'kept', tags: ['mine'] };
+    });
+    await cache.invalidate('someone-else');
+    release();
+    expect(await pending).toBe('kept');
+    const load = counter('reloaded', ['mine']);
+    expect(await region.through('k', load)).toBe('kept');
+    expect(load.calls).toBe(0);
+    await cache.close();
+    await bus.close();
+  });
+
   it('a lost subscription clears the cache and bypasses it until the subscription is back', async () => {
     const { log } = captureLog();
     const bus = createMemoryPubSub({ log });

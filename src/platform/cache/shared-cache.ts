@@ -60,13 +60,19 @@ export interface SharedCacheOptions {
  * connection is lost until it is back, every region is empty and reads go to the loader. A lost
  * message can therefore never keep an entry beyond the TTL.
  *
- * Races: a load that started before an invalidation (local, remote, or a lost subscription) must
- * not store what it read, which may predate the change. Every invalidation bumps a generation
- * counter; a load stores its value only if the generation is the one it started under.
+ * Races: a load that started before an invalidation of one of its tags (local, remote) or before
+ * the cache was cleared (a lost subscription) must not store what it read, which may predate the
+ * change. Every invalidation is numbered and remembered per tag while loads are in flight; a load
+ * stores its value only if none of its tags, and no clearing, came after it began. (Per tag, so
+ * the constant invalidations of busy chat lists do not keep credentials from being cached.)
  */
 export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now }: SharedCacheOptions): SharedCache {
   const regions = new Map<string, TtlCache<unknown>>();
-  let generation = 0;
+  // Numbered invalidations: the last clearing, and per tag the last one while any load is in flight.
+  let sequence = 0;
+  let clearedAt = 0;
+  const invalidatedAt = new Map<string, number>();
+  let loading = 0;
   let subscribed = false;
   let receiving = true;
   let closed = false;
@@ -77,14 +83,21 @@ export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now
   const serving = () => enabled && subscribed && receiving && !closed;
 
   function dropAll() {
-    generation++;
+    sequence++;
+    clearedAt = sequence;
+    invalidatedAt.clear();
     for (const cache of regions.values()) cache.clear();
   }
 
   function dropTags(tags: readonly string[]) {
-    generation++;
+    sequence++;
+    for (const tag of tags) invalidatedAt.set(tag, sequence);
     for (const cache of regions.values()) cache.invalidateTags(tags);
   }
+
+  /** Whether a value loaded since `started` with these tags may be stored. */
+  const unchangedSince = (started: number, tags: readonly string[]) =>
+    clearedAt <= started && tags.every((tag) => (invalidatedAt.get(tag) ?? 0) <= started);
 
   const unwatch = pubsub.watchSubscriptions((isReceiving) => {
     // Lost: messages may be missed from here on. Back: whatever was missed meanwhile is unknown.
@@ -121,11 +134,17 @@ export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now
           }
           const hit = store.get(key);
           if (hit !== undefined) return hit;
-          const started = generation;
-          const loaded = await load();
-          if (!loaded) return undefined;
-          if (serving() && generation === started) store.set(key, loaded.value, { tags: loaded.tags, expiresAt: loaded.expiresAt });
-          return loaded.value;
+          const started = sequence;
+          loading++;
+          try {
+            const loaded = await load();
+            if (!loaded) return undefined;
+            if (serving() && unchangedSince(started, loaded.tags)) store.set(key, loaded.value, { tags: loaded.tags, expiresAt: loaded.expiresAt });
+            return loaded.value;
+          } finally {
+            // Nothing in flight can be overtaken any more: the per-tag record may go.
+            if (--loading === 0) invalidatedAt.clear();
+          }
         },
       };
     },
@@ -191,4 +210,6 @@ export const accessTags = {
   workspace: (workspaceId: string) => `workspace:${workspaceId.toLowerCase()}`,
   /** One user's membership of one workspace. */
   membership: (workspaceId: string, userId: number) => `membership:${workspaceId.toLowerCase()}:${userId}`,
+  /** Every member's cached chat list of one workspace (chats.service): any chat, share or activity change. */
+  chatList: (workspaceId: string) => `chat-list:${workspaceId.toLowerCase()}`,
 };
