@@ -7,7 +7,7 @@
 import { numberedPages } from './decode.js';
 import { coreTitle, mainPart, partRelationships } from './ooxml.js';
 import { type ExtractedDocument, ExtractionError, type ExtractionLimits } from './types.js';
-import { attr, walkXml } from './xml.js';
+import { relationshipId, walkXml } from './xml.js';
 import { openZip } from './zip.js';
 
 const CORRUPT = 'This PowerPoint presentation could not be read. It may be damaged, password-protected or not a .pptx file.';
@@ -66,7 +66,7 @@ export function extractPptx(bytes: Buffer, limits: ExtractionLimits): ExtractedD
   walkXml(zip.text(presentation) ?? '', {
     open(name, attributes) {
       if (name !== 'sldId') return;
-      const target = rels.get(attr(attributes, 'id') ?? '')?.target;
+      const target = rels.get(relationshipId(attributes) ?? '')?.target;
       if (target) slides.push(target);
     },
   });

@@ -8,7 +8,7 @@
 import { numberedPages } from './decode.js';
 import { coreTitle, mainPart, partRelationships } from './ooxml.js';
 import { type ExtractedDocument, ExtractionError, type ExtractionLimits } from './types.js';
-import { attr, walkXml } from './xml.js';
+import { relationshipId, walkXml } from './xml.js';
 import { openZip, type ZipArchive } from './zip.js';
 
 const CORRUPT = 'This Excel workbook could not be read. It may be damaged, password-protected or not an .xlsx file.';
@@ -189,7 +189,7 @@ function workbookSheets(zip: ZipArchive, workbook: string): { sheets: Array<{ na
   let date1904 = false;
   walkXml(zip.text(workbook) ?? '', {
     open(name, attributes) {
-      if (name === 'sheet') sheets.push({ name: attributes.name ?? `Sheet ${sheets.length + 1}`, part: rels.get(attr(attributes, 'id') ?? '')?.target });
+      if (name === 'sheet') sheets.push({ name: attributes.name ?? `Sheet ${sheets.length + 1}`, part: rels.get(relationshipId(attributes) ?? '')?.target });
       else if (name === 'workbookPr') date1904 = attributes.date1904 === '1' || attributes.date1904 === 'true';
     },
   });

@@ -36,6 +36,12 @@ export function attr(attributes: XmlAttributes, name: string): string | undefine
   return undefined;
 }
 
+/** The relationship id of an OOXML element (r:id, whatever the prefix; a plain `id` is something else). */
+export function relationshipId(attributes: XmlAttributes): string | undefined {
+  for (const [key, value] of Object.entries(attributes)) if (key.includes(':') && local(key) === 'id') return value;
+  return undefined;
+}
+
 /** The relationships of an OOXML part: id → { target resolved to a zip path, type }. */
 export function relationships(xml: string | undefined, resolve: (target: string) => string): Map<string, { target: string; type: string }> {
   const out = new Map<string, { target: string; type: string }>();
