@@ -62,6 +62,7 @@ const toSource = (hit: KnowledgeHit): MessageSource => ({
   document_name: hit.document_name,
   chunk_id: hit.chunk_id,
   score: hit.score,
+  ...(hit.page != null ? { page: hit.page } : {}),
 });
 
 function knowledgeTools(search: (query: string) => Promise<KnowledgeHit[]>, sources: Map<string, MessageSource>): ToolSet {
