@@ -2521,6 +2521,7 @@ export interface components {
             index: number;
             content: string;
             token_count: number;
+            /** @description The 1-based page (PDF), sheet (XLSX, ODS), slide (PPTX, ODP) or chapter (EPUB) of the chunk; null for formats without pages. */
             page: number | null;
         };
         /**
@@ -2636,7 +2637,8 @@ export interface components {
          *           "document_id": "0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b",
          *           "document_name": "Refund policy 2025.pdf",
          *           "chunk_id": "0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a",
-         *           "score": 0.83
+         *           "score": 0.83,
+         *           "page": 2
          *         }
          *       ],
          *       "created_at": "2025-03-14T09:27:12.000Z",
@@ -2673,6 +2675,8 @@ export interface components {
                 document_name: string;
                 chunk_id: string;
                 score: number;
+                /** @description The 1-based page (PDF), sheet (XLSX, ODS), slide (PPTX, ODP) or chapter (EPUB) the passage comes from; absent for formats without pages. */
+                page?: number;
             }[];
             /** Format: date-time */
             created_at: string;
@@ -2730,6 +2734,8 @@ export interface components {
                 document_name: string;
                 chunk_id: string;
                 score: number;
+                /** @description The 1-based page (PDF), sheet (XLSX, ODS), slide (PPTX, ODP) or chapter (EPUB) the passage comes from; absent for formats without pages. */
+                page?: number;
             }[];
             /** Format: date-time */
             created_at: string;
@@ -3224,7 +3230,8 @@ export interface components {
          *               "document_id": "0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b",
          *               "document_name": "Refund policy 2025.pdf",
          *               "chunk_id": "0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a",
-         *               "score": 0.83
+         *               "score": 0.83,
+         *               "page": 2
          *             }
          *           ],
          *           "created_at": "2025-03-14T09:27:12.000Z",
@@ -14338,7 +14345,8 @@ export interface operations {
                      *           "document_id": "0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b",
                      *           "document_name": "Refund policy 2025.pdf",
                      *           "chunk_id": "0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a",
-                     *           "score": 0.83
+                     *           "score": 0.83,
+                     *           "page": 2
                      *         }
                      *       ],
                      *       "created_at": "2025-03-14T09:27:12.000Z",
@@ -14924,7 +14932,8 @@ export interface operations {
                      *           "document_id": "0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b",
                      *           "document_name": "Refund policy 2025.pdf",
                      *           "chunk_id": "0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a",
-                     *           "score": 0.83
+                     *           "score": 0.83,
+                     *           "page": 2
                      *         }
                      *       ],
                      *       "created_at": "2025-03-14T09:27:12.000Z",
@@ -15217,7 +15226,8 @@ export interface operations {
                      *           "document_id": "0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b",
                      *           "document_name": "Refund policy 2025.pdf",
                      *           "chunk_id": "0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a",
-                     *           "score": 0.83
+                     *           "score": 0.83,
+                     *           "page": 2
                      *         }
                      *       ],
                      *       "created_at": "2025-03-14T09:27:12.000Z",

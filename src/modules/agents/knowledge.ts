@@ -28,4 +28,10 @@ export interface MessageSource {
   document_name: string;
   chunk_id: string;
   score: number;
+  /**
+   * Where in the document the passage is: the 1-based page (PDF), sheet (XLSX, ODS), slide (PPTX,
+   * ODP) or chapter (EPUB) of its chunk. Absent for formats without pages (and in replies saved
+   * before it was recorded).
+   */
+  page?: number;
 }

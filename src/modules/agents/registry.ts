@@ -62,6 +62,7 @@ const toSource = (hit: KnowledgeHit): MessageSource => ({
   document_name: hit.document_name,
   chunk_id: hit.chunk_id,
   score: hit.score,
+  ...(hit.page != null ? { page: hit.page } : {}),
 });
 
 function knowledgeTools(search: (query: string) => Promise<KnowledgeHit[]>, sources: Map<string, MessageSource>): ToolSet {
@@ -167,6 +168,15 @@ async function runStream(input: AgentInput, tools: ToolSet | undefined, maxSteps
   return { text, usage, stopped };
 }
 
+/** What a chunk's `page` counts, by the file's extension: sheets, slides and EPUB chapters reuse it. */
+function pageUnit(documentName: string): string {
+  const ext = /\.([a-z0-9]+)$/i.exec(documentName)?.[1]?.toLowerCase();
+  if (ext === 'xlsx' || ext === 'xlsm' || ext === 'ods') return 'sheet';
+  if (ext === 'pptx' || ext === 'pptm' || ext === 'odp') return 'slide';
+  if (ext === 'epub') return 'chapter';
+  return 'page';
+}
+
 /**
  * The system prompt of a `direct` run with retrieved chunks: the chat's own prompt first, then the
  * excerpts, numbered, each with its document (and page) so the model can cite them.
@@ -174,7 +184,7 @@ async function runStream(input: AgentInput, tools: ToolSet | undefined, maxSteps
 export function withKnowledgeContext(system: string | undefined, hits: KnowledgeHit[]): string | undefined {
   if (!hits.length) return system;
   const excerpts = hits.map((hit, index) => {
-    const where = hit.page ? `${hit.document_name}, page ${hit.page}` : hit.document_name;
+    const where = hit.page ? `${hit.document_name}, ${pageUnit(hit.document_name)} ${hit.page}` : hit.document_name;
     return `[${index + 1}] (${where})\n${hit.content}`;
   });
   const context =

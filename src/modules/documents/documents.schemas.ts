@@ -87,5 +87,9 @@ export const chunkOut = z.object({
   index: z.number().int(),
   content: z.string(),
   token_count: z.number().int(),
-  page: z.number().int().nullable(),
+  page: z
+    .number()
+    .int()
+    .nullable()
+    .describe('The 1-based page (PDF), sheet (XLSX, ODS), slide (PPTX, ODP) or chapter (EPUB) of the chunk; null for formats without pages.'),
 });

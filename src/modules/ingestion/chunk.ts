@@ -120,8 +120,11 @@ function splitByTokens(text: string, max: number, total: number): string[] {
   return pieces;
 }
 
-/** The atoms of one page: paragraphs → lines → sentences, oversized sentences → words → slices. */
-function atomize(text: string, max: number): Atom[] {
+/**
+ * The atoms of one page: paragraphs → lines → sentences, oversized sentences → words → slices.
+ * With `keepLines` (spreadsheet rows) a line that fits in a chunk is one atom.
+ */
+function atomize(text: string, max: number, keepLines = false): Atom[] {
   const atoms: Atom[] = [];
   const push = (piece: string, pieceSep: Atom['sep']) => {
     const tokens = countTokens(piece);
@@ -146,6 +149,14 @@ function atomize(text: string, max: number): Atom[] {
       const line = rawLine.replace(/\s+/g, ' ').trim();
       if (!line) continue;
       if (sep === ' ') sep = '\n';
+      if (keepLines) {
+        const tokens = countTokens(line);
+        if (tokens <= max) {
+          atoms.push({ text: line, tokens, sep: atoms.length > 0 ? sep : '' });
+          sep = ' ';
+          continue;
+        }
+      }
       for (const sentence of line.split(SENTENCE_BREAK)) {
         const trimmed = sentence.trim();
         if (!trimmed) continue;
@@ -192,7 +203,7 @@ function tokenTail(text: string, limit: number): string {
  * The overlap carried into the next chunk: the trailing whole atoms of the chunk that fit in
  * `limit` tokens, or, when even the last atom is bigger, the token tail of that atom.
  */
-function overlapAtoms(chunk: readonly Atom[], limit: number): Atom[] {
+function overlapAtoms(chunk: readonly Atom[], limit: number, wholeOnly = false): Atom[] {
   if (limit <= 0 || chunk.length === 0) return [];
   const carried: Atom[] = [];
   let used = 0;
@@ -204,14 +215,27 @@ function overlapAtoms(chunk: readonly Atom[], limit: number): Atom[] {
     used += cost;
   }
   if (carried.length === chunk.length) carried.shift(); // never repeat a whole chunk
-  if (carried.length > 0) return carried;
+  if (carried.length > 0 || wholeOnly) return carried;
   const last = chunk[chunk.length - 1]!;
   const tail = tokenTail(last.text, limit);
   return tail && tail !== last.text ? [{ text: tail, tokens: countTokens(tail), sep: last.sep }] : [];
 }
 
-function chunkPage(text: string, page: number | null, max: number, overlap: number, out: DocumentChunk[]): void {
-  const atoms = atomize(text, max);
+/** The trailing whole atoms of `atoms` that fit in `room` tokens (the overlap of a keepLines page). */
+function wholeAtomsTail(atoms: readonly Atom[], room: number): string {
+  const kept: Atom[] = [];
+  let used = 0;
+  for (let i = atoms.length - 1; i >= 0; i--) {
+    const cost = atoms[i]!.tokens + (kept.length > 0 ? separatorCost(kept[0]!.sep) : 0);
+    if (used + cost > room) break;
+    kept.unshift(atoms[i]!);
+    used += cost;
+  }
+  return join(kept);
+}
+
+function chunkPage(text: string, page: number | null, max: number, overlap: number, out: DocumentChunk[], keepLines = false): void {
+  const atoms = atomize(text, max, keepLines);
   let next = 0;
   let carried: Atom[] = [];
   while (next < atoms.length) {
@@ -226,7 +250,7 @@ function chunkPage(text: string, page: number | null, max: number, overlap: numb
         // The first new atom does not fit after the overlap: shorten the overlap to the room
         // left (none when the atom alone nearly fills a chunk).
         const room = max - atom.tokens - 1;
-        const tail = room > 0 ? tokenTail(join(chunk), room) : '';
+        const tail = room <= 0 ? '' : keepLines ? wholeAtomsTail(chunk, room) : tokenTail(join(chunk), room);
         chunk.length = 0;
         firstNew = 0;
         estimate = 0;
@@ -259,7 +283,7 @@ function chunkPage(text: string, page: number | null, max: number, overlap: numb
       tokenCount = countTokens(content);
     }
     out.push({ index: out.length, content, tokenCount, page });
-    carried = overlapAtoms(chunk, overlap);
+    carried = overlapAtoms(chunk, overlap, keepLines);
   }
 }
 
@@ -281,9 +305,9 @@ export function chunkDocument(doc: Pick<ExtractedDocument, 'pages'>, options: Ch
     throw new RangeError(`overlapTokens must be an integer from 0 to maxTokens - 1 (got ${overlap})`);
   }
   const chunks: DocumentChunk[] = [];
-  for (const { page, text } of doc.pages) {
+  for (const { page, text, keepLines } of doc.pages) {
     const clean = text.replaceAll('\u0000', '').replace(/\r\n?/g, '\n');
-    if (clean.trim()) chunkPage(clean, page, max, overlap, chunks);
+    if (clean.trim()) chunkPage(clean, page, max, overlap, chunks, keepLines === true);
   }
   return chunks;
 }

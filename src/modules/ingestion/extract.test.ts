@@ -449,16 +449,16 @@ describe('extractText: type detection', () => {
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]);
     const image = await expectExtractionError(extractText({ bytes: png, contentType: 'image/png' }), 'unsupported_type');
     expect(image.userMessage).toBe(
-      'This file type (image/png) is not supported. Upload a PDF, Word (.docx), HTML, Markdown, plain text, CSV or JSON file.',
+      'This file type (image/png) is not supported. Upload a PDF, Word (.docx), Excel (.xlsx), PowerPoint (.pptx), OpenDocument (.odt, .ods, .odp), EPUB, RTF, HTML, Markdown, plain text, CSV or JSON file.',
     );
     const unknown = await expectExtractionError(extractText({ bytes: png, contentType: '' }), 'unsupported_type');
-    expect(unknown.userMessage).toBe('This file type is not supported. Upload a PDF, Word (.docx), HTML, Markdown, plain text, CSV or JSON file.');
+    expect(unknown.userMessage).toBe('This file type is not supported. Upload a PDF, Word (.docx), Excel (.xlsx), PowerPoint (.pptx), OpenDocument (.odt, .ods, .odp), EPUB, RTF, HTML, Markdown, plain text, CSV or JSON file.');
     const doc = await expectExtractionError(
       extractText({ bytes: Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1, 0, 0]), contentType: 'application/msword' }),
       'unsupported_type',
     );
     expect(doc.userMessage).toMatch(/Save the document as \.docx or PDF/);
-    await expectExtractionError(extractText({ bytes: Buffer.from('x'), contentType: '', filename: 'sheet.xlsx' }), 'unsupported_type');
+    await expectExtractionError(extractText({ bytes: Buffer.from('x'), contentType: '', filename: 'sheet.xls' }), 'unsupported_type');
     await expectExtractionError(extractText({ bytes: buildZip([['a.txt', 'a']]), contentType: 'application/zip' }), 'unsupported_type');
   });
 });

@@ -62,7 +62,7 @@ describe('agent frameworks', () => {
     // The saved reply lists the chunks, best first.
     const sources = [
       { document_id: 'doc-2', document_name: 'Policy.md', chunk_id: 'chunk-9', score: 0.83 },
-      { document_id: 'doc-1', document_name: 'Handbook.pdf', chunk_id: 'chunk-2', score: 0.61 },
+      { document_id: 'doc-1', document_name: 'Handbook.pdf', chunk_id: 'chunk-2', score: 0.61, page: 4 },
     ];
     const reply = (await messageRows(t, w.chat.id)).find((r) => r.id === done.message_id)!;
     expect(reply).toMatchObject({ content: 'You get 25 days and may carry over 5.', sources });
@@ -122,7 +122,7 @@ describe('agent frameworks', () => {
     expect(body.messages.at(-1)).toEqual({ role: 'user', content: 'How much vacation?' });
     const sources = [
       { document_id: 'doc-2', document_name: 'Policy.md', chunk_id: 'chunk-9', score: 0.83 },
-      { document_id: 'doc-1', document_name: 'Handbook.pdf', chunk_id: 'chunk-2', score: 0.61 },
+      { document_id: 'doc-1', document_name: 'Handbook.pdf', chunk_id: 'chunk-2', score: 0.61, page: 4 },
     ];
     expect(done.sources).toEqual(sources);
     expect((await messageRows(t, w.chat.id)).find((r) => r.id === done.message_id)!.sources).toEqual(sources);

@@ -26,6 +26,7 @@ const reply = {
       document_name: 'Refund policy 2025.pdf',
       chunk_id: '0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a',
       score: 0.83,
+      page: 2,
     },
   ],
   created_at: '2025-03-14T09:27:12.000Z',

@@ -61,7 +61,17 @@ export const messageOut = z.object({
     .nullable(),
   ai_model: z.string().nullable(),
   sources: z.array(
-    z.object({ document_id: z.string(), document_name: z.string(), chunk_id: z.string(), score: z.number() }),
+    z.object({
+      document_id: z.string(),
+      document_name: z.string(),
+      chunk_id: z.string(),
+      score: z.number(),
+      page: z
+        .number()
+        .int()
+        .optional()
+        .describe('The 1-based page (PDF), sheet (XLSX, ODS), slide (PPTX, ODP) or chapter (EPUB) the passage comes from; absent for formats without pages.'),
+    }),
   ),
   created_at: timestamp,
   updated_at: timestamp,

@@ -106,3 +106,31 @@ export function readTextBytes(bytes: Buffer, limit: number): { bytes: Buffer; cu
   if (bytes.length <= limit) return { bytes, cut: false };
   return { bytes: hasUtf16Bom(bytes) ? bytes.subarray(0, limit - (limit % 2)) : cutAtUtf8Boundary(bytes, limit), cut: true };
 }
+
+/**
+ * Numbered pages (sheets, slides, chapters) from producers called in order, so nothing after the
+ * `maxChars` budget or past `maxPages` is parsed. Numbers follow the producers' order, 1-based; a
+ * producer returning undefined (a missing part) gives no page, and its number is not reused.
+ */
+export function numberedPages(
+  producers: ReadonlyArray<() => string | undefined>,
+  limits: ExtractionLimits,
+  options: { keepLines?: boolean; truncated?: boolean } = {},
+): Pick<ExtractedDocument, 'pages' | 'truncated'> {
+  const pages: ExtractedDocument['pages'] = [];
+  let budget = limits.maxChars;
+  let truncated = (options.truncated ?? false) || producers.length > limits.maxPages;
+  for (const [i, produce] of producers.slice(0, limits.maxPages).entries()) {
+    if (budget <= 0) {
+      truncated = true;
+      break;
+    }
+    const raw = produce();
+    if (raw === undefined) continue;
+    const { text, clipped } = clip(normalizeWhitespace(raw), budget);
+    if (clipped) truncated = true;
+    budget -= text.length;
+    pages.push({ page: i + 1, text, ...(options.keepLines ? { keepLines: true } : {}) });
+  }
+  return { pages, ...(truncated ? { truncated: true } : {}) };
+}

@@ -1,13 +1,26 @@
 /** Format detection: the content type, then the file name's (or URL's) extension, then the bytes. */
 import { parseMediaType } from '../../../platform/content-type.js';
 import { cutAtUtf8Boundary, decodeText, hasUtf16Bom, startsWithAscii } from './decode.js';
+import { isRtf } from './rtf.js';
 import { type DocumentFormat, EXTRACTION_LIMITS, type ExtractInput, unsupported } from './types.js';
+import { isZip } from './zip.js';
 
 const MIME_FORMATS: Record<string, DocumentFormat> = {
   'application/pdf': 'pdf',
   'application/x-pdf': 'pdf',
   'application/acrobat': 'pdf',
   'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx',
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': 'xlsx',
+  'application/vnd.ms-excel.sheet.macroenabled.12': 'xlsx',
+  'application/vnd.openxmlformats-officedocument.presentationml.presentation': 'pptx',
+  'application/vnd.ms-powerpoint.presentation.macroenabled.12': 'pptx',
+  'application/vnd.oasis.opendocument.text': 'odt',
+  'application/vnd.oasis.opendocument.spreadsheet': 'ods',
+  'application/vnd.oasis.opendocument.presentation': 'odp',
+  'application/epub+zip': 'epub',
+  'application/rtf': 'rtf',
+  'application/x-rtf': 'rtf',
+  'text/rtf': 'rtf',
   'text/html': 'html',
   'application/xhtml+xml': 'html',
   'text/markdown': 'markdown',
@@ -50,6 +63,15 @@ const GENERIC_MIME = new Set([
 const EXTENSION_FORMATS: Record<string, DocumentFormat> = {
   pdf: 'pdf',
   docx: 'docx',
+  xlsx: 'xlsx',
+  xlsm: 'xlsx',
+  pptx: 'pptx',
+  pptm: 'pptx',
+  odt: 'odt',
+  ods: 'ods',
+  odp: 'odp',
+  epub: 'epub',
+  rtf: 'rtf',
   html: 'html',
   htm: 'html',
   xhtml: 'html',
@@ -71,7 +93,7 @@ const EXTENSION_FORMATS: Record<string, DocumentFormat> = {
   toml: 'text',
 };
 
-const LEGACY_OFFICE_EXTENSIONS = new Set(['doc', 'xls', 'xlsx', 'ppt', 'pptx', 'odt', 'rtf', 'pages']);
+const LEGACY_OFFICE_EXTENSIONS = new Set(['doc', 'xls', 'ppt', 'pages', 'numbers', 'key', 'odg', 'wpd', 'wps']);
 
 export function extensionOf(name: string | undefined): string | undefined {
   if (!name) return undefined;
@@ -94,13 +116,32 @@ function isPdf(bytes: Buffer): boolean {
   return bytes.subarray(0, 1024).includes('%PDF-');
 }
 
-function isZip(bytes: Buffer): boolean {
-  return startsWithAscii(bytes, 'PK\x03\x04');
+/**
+ * The format of a zip by its entries: OOXML by its main part ([Content_Types].xml plus
+ * word/document.xml, xl/workbook.xml or ppt/presentation.xml), OpenDocument and EPUB by the stored
+ * `mimetype` entry they put first.
+ */
+function zipFormat(bytes: Buffer): DocumentFormat | undefined {
+  if (!isZip(bytes)) return undefined;
+  if (bytes.length >= 30 && startsWithAscii(bytes, 'mimetype', 30)) {
+    const start = 30 + bytes.readUInt16LE(26) + bytes.readUInt16LE(28);
+    const mimetype = bytes.toString('latin1', start, start + Math.min(bytes.readUInt32LE(18), 100)).trim();
+    const format = ZIP_MIMETYPES[mimetype];
+    if (format) return format;
+  }
+  if (!bytes.includes('[Content_Types].xml')) return undefined;
+  if (bytes.includes('word/document.xml')) return 'docx';
+  if (bytes.includes('xl/workbook.xml')) return 'xlsx';
+  if (bytes.includes('ppt/presentation.xml')) return 'pptx';
+  return undefined;
 }
 
-function isDocx(bytes: Buffer): boolean {
-  return isZip(bytes) && bytes.includes('word/document.xml');
-}
+const ZIP_MIMETYPES: Record<string, DocumentFormat> = {
+  'application/vnd.oasis.opendocument.text': 'odt',
+  'application/vnd.oasis.opendocument.spreadsheet': 'ods',
+  'application/vnd.oasis.opendocument.presentation': 'odp',
+  'application/epub+zip': 'epub',
+};
 
 function isOle2(bytes: Buffer): boolean {
   return bytes.length >= 8 && bytes.readUInt32BE(0) === 0xd0cf11e0 && bytes.readUInt32BE(4) === 0xa1b11ae1;
@@ -108,13 +149,15 @@ function isOle2(bytes: Buffer): boolean {
 
 const LEGACY_OFFICE_MESSAGE =
   'Older Office files (.doc, .xls, .ppt) and other office formats are not supported. ' +
-  'Save the document as .docx or PDF and upload it again.';
+  'Save the document as .docx or PDF (spreadsheets as .xlsx, presentations as .pptx) and upload it again.';
 
 /** What the bytes look like, or undefined when they do not look like anything supported. */
 function sniff(bytes: Buffer): DocumentFormat | undefined {
   if (isPdf(bytes)) return 'pdf';
-  if (isDocx(bytes)) return 'docx';
+  const zipped = zipFormat(bytes);
+  if (zipped) return zipped;
   if (isZip(bytes) || isOle2(bytes)) return undefined;
+  if (isRtf(bytes)) return 'rtf';
   if (hasUtf16Bom(bytes)) return 'text';
   const head = cutAtUtf8Boundary(bytes, 64 * 1024);
   let text: string;
@@ -153,10 +196,8 @@ export function detectFormat(input: ExtractInput): DocumentFormat {
     // more precise. Binary bytes behind a text/plain label are still recognised.
     if (extFormat) return extFormat;
     if (isPdf(input.bytes)) return 'pdf';
-    if (isDocx(input.bytes)) return 'docx';
-    return 'text';
+    return zipFormat(input.bytes) ?? (isRtf(input.bytes) ? 'rtf' : 'text');
   }
-  if (mime === 'application/rtf' || mime === 'text/rtf') throw unsupported('RTF', `content type ${mime}`, LEGACY_OFFICE_MESSAGE);
   if (mime.startsWith('text/')) return 'text';
   if (mime === 'application/msword' || (mime.startsWith('application/vnd.ms-') && mime !== 'application/vnd.ms-excel')) {
     throw unsupported(mime, `content type ${mime}`, LEGACY_OFFICE_MESSAGE);

@@ -102,7 +102,8 @@ function parseDocument(html: string): DomDocument {
   return parseHTML(ensureDocumentShape(html)).document as unknown as DomDocument;
 }
 
-function bodyText(html: string): string {
+/** The text of a whole HTML (or XHTML) body, without Readability: also EPUB chapters. */
+export function bodyText(html: string): string {
   const doc = parseDocument(html);
   const root = doc.body ?? doc.documentElement;
   return root ? domToText(root) : '';

@@ -41,6 +41,14 @@ const EXTRACTORS: Record<DocumentFormat, (input: FormatInput) => ExtractedDocume
   text: ({ bytes, charset, limits }) => extractPlainText(bytes, { format: 'text', charset, tsv: false, limits }),
   csv: ({ bytes, mime, charset, filename, limits }) =>
     extractPlainText(bytes, { format: 'csv', charset, tsv: extensionOf(filename) === 'tsv' || mime === 'text/tab-separated-values', limits }),
+  // Loaded on first use: a process that never reads these formats never loads their code.
+  xlsx: async ({ bytes, limits }) => (await import('./xlsx.js')).extractXlsx(bytes, limits),
+  pptx: async ({ bytes, limits }) => (await import('./pptx.js')).extractPptx(bytes, limits),
+  odt: async ({ bytes, limits }) => (await import('./odf.js')).extractOdf(bytes, 'odt', limits),
+  ods: async ({ bytes, limits }) => (await import('./odf.js')).extractOdf(bytes, 'ods', limits),
+  odp: async ({ bytes, limits }) => (await import('./odf.js')).extractOdf(bytes, 'odp', limits),
+  epub: async ({ bytes, limits }) => (await import('./epub.js')).extractEpub(bytes, limits),
+  rtf: async ({ bytes, limits }) => (await import('./rtf.js')).extractRtf(bytes, limits),
 };
 
 /**

@@ -1,10 +1,32 @@
 /** Shapes, limits and the one error of extraction. */
-export type DocumentFormat = 'pdf' | 'docx' | 'html' | 'markdown' | 'text' | 'csv' | 'json';
+export type DocumentFormat =
+  | 'pdf'
+  | 'docx'
+  | 'xlsx'
+  | 'pptx'
+  | 'odt'
+  | 'ods'
+  | 'odp'
+  | 'epub'
+  | 'rtf'
+  | 'html'
+  | 'markdown'
+  | 'text'
+  | 'csv'
+  | 'json';
 
 export interface ExtractedPage {
-  /** 1-based page number for PDFs; null for formats without pages. */
+  /**
+   * 1-based number of the page (PDF), sheet (XLSX, ODS), slide (PPTX, ODP) or chapter (EPUB, in
+   * spine order); null for formats without pages.
+   */
   page: number | null;
   text: string;
+  /**
+   * Each line is a row (spreadsheets): the chunker keeps a line whole (it is split only when it
+   * alone exceeds a chunk) and overlaps chunks by whole lines.
+   */
+  keepLines?: boolean;
 }
 
 export interface ExtractedDocument {
@@ -27,7 +49,7 @@ export interface ExtractInput {
 export interface ExtractionLimits {
   /** Characters of text kept in total (after whitespace normalisation). */
   maxChars: number;
-  /** PDF pages read; later pages are ignored. */
+  /** PDF pages, sheets, slides or EPUB chapters read; later ones are ignored. */
   maxPages: number;
   /** Bytes of a text-like file (text, Markdown, CSV, HTML) decoded; the rest is ignored. */
   maxTextBytes: number;
@@ -35,6 +57,14 @@ export interface ExtractionLimits {
   maxJsonBytes: number;
   /** Elements Readability may look at; bigger pages fall back to the whole body text. */
   maxHtmlElements: number;
+  /** Entries a zip-based file (DOCX, XLSX, PPTX, ODT, ODS, ODP, EPUB) may hold. */
+  maxZipEntries: number;
+  /** Total uncompressed size of those entries, as declared and as inflated. */
+  maxZipUncompressedBytes: number;
+  /** Largest compression ratio of an entry bigger than 1 MiB uncompressed. */
+  maxZipRatio: number;
+  /** Rows read per sheet; later rows are ignored. */
+  maxSheetRows: number;
 }
 
 export const EXTRACTION_LIMITS: Readonly<ExtractionLimits> = Object.freeze({
@@ -43,9 +73,13 @@ export const EXTRACTION_LIMITS: Readonly<ExtractionLimits> = Object.freeze({
   maxTextBytes: 20 * 1024 * 1024,
   maxJsonBytes: 20 * 1024 * 1024,
   maxHtmlElements: 100_000,
+  maxZipEntries: 10_000,
+  maxZipUncompressedBytes: 200 * 1024 * 1024,
+  maxZipRatio: 100,
+  maxSheetRows: 100_000,
 });
 
-export type ExtractionErrorCode = 'unsupported_type' | 'corrupt_file' | 'password_protected' | 'invalid_json';
+export type ExtractionErrorCode = 'unsupported_type' | 'corrupt_file' | 'password_protected' | 'invalid_json' | 'too_large';
 
 /**
  * Extraction failed. `userMessage` is written for the end user (it becomes the ingestion task's
@@ -63,7 +97,8 @@ export class ExtractionError extends Error {
   }
 }
 
-const SUPPORTED_LIST = 'PDF, Word (.docx), HTML, Markdown, plain text, CSV or JSON';
+const SUPPORTED_LIST =
+  'PDF, Word (.docx), Excel (.xlsx), PowerPoint (.pptx), OpenDocument (.odt, .ods, .odp), EPUB, RTF, HTML, Markdown, plain text, CSV or JSON';
 
 export function unsupported(what: string | undefined, detail: string, userMessage?: string): ExtractionError {
   return new ExtractionError(
