@@ -69,7 +69,8 @@ export function parseSearchQuery(query: string): ParsedQuery {
       count += 1;
     }
   };
-  const text = query.slice(0, MAX_QUERY_CHARS);
+  // PostgreSQL text cannot hold NUL; other control characters are separators anyway.
+  const text = query.slice(0, MAX_QUERY_CHARS).replace(/[\u0000-\u001f\u007f]/g, ' ');
   const rest = text.replace(/"([^"]*)"/g, (_, phrase: string) => {
     add(parsed.phrases, segmentCjk(phrase) ?? phrase);
     return ' ';
