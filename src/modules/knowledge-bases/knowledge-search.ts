@@ -70,7 +70,7 @@ export function parseSearchQuery(query: string): ParsedQuery {
     }
   };
   // PostgreSQL text cannot hold NUL; other control characters are separators anyway.
-  const text = query.slice(0, MAX_QUERY_CHARS).replace(/[\u0000-\u001f\u007f]/g, ' ');
+  const text = query.slice(0, MAX_QUERY_CHARS).replace(/\p{Cc}/gu, ' ');
   const rest = text.replace(/"([^"]*)"/g, (_, phrase: string) => {
     add(parsed.phrases, segmentCjk(phrase) ?? phrase);
     return ' ';
