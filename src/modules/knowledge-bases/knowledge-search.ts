@@ -127,9 +127,15 @@ function tsqueries(parsed: ParsedQuery, config: SQL) {
  * of an OR-ed question meant tens of thousands of rows at 100,000 chunks (bench/RESULTS.md).
  */
 export async function lexicalCandidates(db: DbOrTx, chatId: string, query: string, limit = CANDIDATES) {
+  const statement = await lexicalStatement(db, chatId, query, limit);
+  return statement ? queryRows<Candidate & { rank: number }>(db, statement) : [];
+}
+
+/** The ranking statement of lexicalCandidates (after its first statement ran); null when nothing can match. */
+export async function lexicalStatement(db: DbOrTx, chatId: string, query: string, limit = CANDIDATES): Promise<SQL | null> {
   const parsed = parseSearchQuery(query);
   // A query of exclusions alone would match nearly everything: it finds nothing.
-  if (parsed.words.length + parsed.prefixes.length + parsed.phrases.length === 0) return [];
+  if (parsed.words.length + parsed.prefixes.length + parsed.phrases.length === 0) return null;
   const { loose, strict } = tsqueries(parsed, sql`d.search_config::regconfig`);
   const scopes = await queryRows<{ ids: string; loose: string; strict: string }>(
     db,
@@ -152,15 +158,12 @@ export async function lexicalCandidates(db: DbOrTx, chatId: string, query: strin
           (SELECT c.id FROM document_chunks c WHERE c.document_id = ANY(${s.ids}::uuid[]) AND c.tsv @@ ${s.loose}::tsquery LIMIT ${LEXICAL_POOL})
         ) pool JOIN document_chunks c ON c.id = pool.id)`,
     );
-  if (branches.length === 0) return [];
-  return queryRows<Candidate & { rank: number }>(
-    db,
-    sql`SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, ranked.rank
+  if (branches.length === 0) return null;
+  return sql`SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, ranked.rank
         FROM (${sql.join(branches, sql` UNION ALL `)}) ranked
         JOIN document_chunks c ON c.id = ranked.id JOIN documents d ON d.id = c.document_id
         ORDER BY ranked.rank DESC, c.id
-        LIMIT ${limit}`,
-  );
+        LIMIT ${limit}`;
 }
 
 /** Nearest chunks by cosine distance. The ORDER BY must be the bare distance: any tie-breaker
