@@ -20,7 +20,8 @@
  *     pseudo-random unit vectors in 1,000 topic clusters, made in SQL from a per-row seed) in
  *     documents of a knowledge base attached to a chat, inserted with batched
  *     `INSERT ... SELECT FROM unnest(...)` while the GIN and HNSW indexes are dropped, then both
- *     indexes are rebuilt (timed). Searches call the
+ *     indexes are rebuilt (timed). A second chat's knowledge base holds 1% of the same documents
+ *     (the lexical search is also timed there). Searches call the
  *     service's own `lexicalCandidates`, `vectorCandidates` and `fuse`, and `createKnowledgeSearch`
  *     with EMBEDDING_MODEL pointed at the fake server; EXPLAIN (ANALYZE) shows the indexes used.
  * Results are printed and appended to bench/RESULTS.md.
