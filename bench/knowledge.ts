@@ -20,7 +20,8 @@
  *     pseudo-random unit vectors in 1,000 topic clusters, made in SQL from a per-row seed) in
  *     documents of a knowledge base attached to a chat, inserted with batched
  *     `INSERT ... SELECT FROM unnest(...)` while the GIN and HNSW indexes are dropped, then both
- *     indexes are rebuilt (timed). Searches call the
+ *     indexes are rebuilt (timed). A second chat's knowledge base holds 1% of the same documents
+ *     (the lexical search is also timed there). Searches call the
  *     service's own `lexicalCandidates`, `vectorCandidates` and `fuse`, and `createKnowledgeSearch`
  *     with EMBEDDING_MODEL pointed at the fake server; EXPLAIN (ANALYZE) shows the indexes used.
  * Results are printed and appended to bench/RESULTS.md.
@@ -39,7 +40,7 @@ import type { DbOrTx } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
 import { chunkDocument } from '../src/modules/ingestion/chunk.js';
 import { extractText } from '../src/modules/ingestion/extract/index.js';
-import { createKnowledgeSearch, fuse, lexicalCandidates, vectorCandidates } from '../src/modules/knowledge-bases/knowledge-search.js';
+import { createKnowledgeSearch, fuse, lexicalCandidates, lexicalStatement, vectorCandidates } from '../src/modules/knowledge-bases/knowledge-search.js';
 import { createLogger } from '../src/platform/logger.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
 import { buildPdf, COMMON, COMMON_WORDS, LARGE, prng, prose, wrap } from './corpus.js';
@@ -318,7 +319,7 @@ async function main(): Promise<void> {
     let search:
       | {
           rows: LatencyRow[];
-          plans: { lexical: string[]; vector: string[] };
+          plans: { lexical: string[]; vector: string[]; small: string[] };
           usage: { gin: number; hnsw: number; planned: number };
           timings: Record<string, number>;
           recall?: number;
@@ -344,6 +345,16 @@ async function main(): Promise<void> {
       await admin.query('INSERT INTO knowledge_base_documents (knowledge_base_id, document_id, added_by) SELECT $1, unnest($2::uuid[]), $3', [
         kb,
         docRows.map((r) => r.id),
+        user.id,
+      ]);
+      // The 1% case: a second chat whose knowledge base holds 1% of the same workspace's chunks.
+      const smallKb = (await client.call<{ id: string }>('POST', `/api/workspaces/${workspace}/knowledge-bases/`, { name: 'Search 1%' }, user)).id;
+      const smallChat = (await client.call<{ id: string }>('POST', `/api/workspaces/${workspace}/chats/`, { name: 'Search bench 1%' }, user)).id;
+      await client.call('POST', `/api/workspaces/${workspace}/chats/${smallChat}/knowledge-bases/attach/`, { knowledge_base_ids: [smallKb] }, user);
+      const smallDocs = docRows.filter((_, i) => i % 100 === 50 % documentCount);
+      await admin.query('INSERT INTO knowledge_base_documents (knowledge_base_id, document_id, added_by) SELECT $1, unnest($2::uuid[]), $3', [
+        smallKb,
+        (smallDocs.length ? smallDocs : docRows.slice(0, 1)).map((r) => r.id),
         user.id,
       ]);
       await admin.query('DROP INDEX document_chunks_tsv_idx');
@@ -430,13 +441,23 @@ async function main(): Promise<void> {
       // EXPLAIN (ANALYZE, BUFFERS) of the service's exact statements, on the first query; then the
       // plain plan of every measured query, to count how often each index is chosen.
       const plans: string[][] = [];
-      await lexicalCandidates(explaining(db, plans), chat, queries[0]!);
+      // lexicalCandidates runs two statements: the first (the chat's documents per configuration,
+      // the query as tsquery) runs for real, the second (the ranking) under EXPLAIN.
+      const explainLexical = async (target: DbOrTx, chatId: string, query: string) => {
+        const statement = await lexicalStatement(db, chatId, query);
+        if (statement) await target.execute(statement);
+        else plans.push(['(no statement: the query has no lexeme)']);
+      };
+      await explainLexical(explaining(db, plans), chat, queries[0]!);
       await vectorCandidates(explaining(db, plans), chat, vectors[0]!);
-      const [lexicalPlan = [], vectorPlan = []] = plans;
+      await explainLexical(explaining(db, plans), smallChat, queries[0]!);
+      const [lexicalPlan = [], vectorPlan = [], smallPlan = []] = plans;
       const usage = { gin: 0, hnsw: 0, planned: 0 };
       for (let i = searchWarmup; i < searchWarmup + searches; i++) {
         const planned: string[][] = [];
-        await lexicalCandidates(explaining(db, planned, false), chat, queries[i]!);
+        const statement = await lexicalStatement(db, chat, queries[i]!);
+        if (statement) await explaining(db, planned, false).execute(statement);
+        else planned.push([]);
         await vectorCandidates(explaining(db, planned, false), chat, vectors[i]!);
         if (planned[0]?.some((l) => l.includes('document_chunks_tsv_idx'))) usage.gin += 1;
         if (planned[1]?.some((l) => l.includes('document_chunks_embedding_idx'))) usage.hnsw += 1;
@@ -453,6 +474,10 @@ async function main(): Promise<void> {
       });
       const paths: Array<{ label: string; run: (i: number) => Promise<number> }> = [
         { label: 'lexical only: `lexicalCandidates` (GIN, ts_rank_cd)', run: async (i) => (await lexicalCandidates(db, chat, queries[i]!)).length },
+        {
+          label: 'lexical only, chat whose knowledge base holds 1% of the chunks',
+          run: async (i) => (await lexicalCandidates(db, smallChat, queries[i]!)).length,
+        },
         { label: 'vector only: `vectorCandidates` (HNSW, cosine), vector given', run: async (i) => (await vectorCandidates(db, chat, vectors[i]!)).length },
         {
           label: 'hybrid, vector given: both in parallel + `fuse` (RRF, top 6)',
@@ -510,7 +535,7 @@ async function main(): Promise<void> {
       }
       search = {
         rows,
-        plans: { lexical: lexicalPlan, vector: vectorPlan },
+        plans: { lexical: lexicalPlan, vector: vectorPlan, small: smallPlan },
         usage,
         timings: { ...timings, workers: Number(workers[0]?.w ?? 0) },
         recall,
@@ -578,8 +603,10 @@ async function main(): Promise<void> {
         'EXPLAIN (ANALYZE, BUFFERS) of the service\'s own statements (first lines; the first query of the run):',
         '',
         '```',
-        '-- lexicalCandidates',
-        ...search.plans.lexical.slice(0, 18),
+        '-- lexicalCandidates (the second of its two statements)',
+        ...search.plans.lexical.slice(0, 40),
+        '-- lexicalCandidates, chat whose knowledge base holds 1% of the chunks',
+        ...search.plans.small.slice(0, 40),
         '-- vectorCandidates',
         ...search.plans.vector.slice(0, 18),
         '```',
@@ -589,7 +616,7 @@ async function main(): Promise<void> {
       out.push('', `- index use in the plans above: GIN ${usesGin ? 'used' : 'NOT used'} by the lexical query; HNSW ${usesHnsw ? 'used' : 'NOT used'} by the vector query`);
       if (!usesGin || !usesHnsw) process.stdout.write('warning: an index was not used (see the plans)\n');
       process.stdout.write(
-        `\n-- lexical plan\n${search.plans.lexical.join('\n')}\n-- vector plan\n${search.plans.vector.join('\n')}\n\n`,
+        `\n-- lexical plan\n${search.plans.lexical.join('\n')}\n-- lexical plan, 1% chat\n${search.plans.small.join('\n')}\n-- vector plan\n${search.plans.vector.join('\n')}\n\n`,
       );
     }
     out.push('', `- load average at the end: ${loadAverage()}`);

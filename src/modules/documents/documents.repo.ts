@@ -2,6 +2,7 @@ import { and, count, desc, eq, inArray, isNull, or, type SQL, sql, sum } from 'd
 import type { DbOrTx } from '../../db/client.js';
 import { documentChunks, documents, ingestionTasks, type TaskStatus } from './documents.table.js';
 import { newId } from '../../db/columns.js';
+import { searchTextFor } from './search-language.js';
 
 export type DocumentRow = typeof documents.$inferSelect;
 export type TaskRow = typeof ingestionTasks.$inferSelect;
@@ -212,6 +213,8 @@ export async function replaceChunks(
   db: DbOrTx,
   document: { id: string; workspaceId: string },
   chunks: Array<{ index: number; content: string; tokenCount: number; page: number | null; embedding: number[] | null }>,
+  /** The text-search configuration (search-language.ts) the chunks are indexed with. */
+  searchConfig = 'english',
 ): Promise<void> {
   await db.delete(documentChunks).where(eq(documentChunks.documentId, document.id));
   for (let i = 0; i < chunks.length; i += 200) {
@@ -224,6 +227,8 @@ export async function replaceChunks(
         tokenCount: chunk.tokenCount,
         page: chunk.page,
         embedding: chunk.embedding,
+        tsConfig: searchConfig,
+        searchText: searchTextFor(chunk.content, searchConfig),
       })),
     );
   }

@@ -45,6 +45,10 @@ export const documents = pgTable(
     /** SHA-256 (base64) the client declared at `upload/`; checked against the stored bytes at confirm. */
     uploadChecksumSha256: text('upload_checksum_sha256'),
     processingStatus: text('processing_status', { enum: processingStatuses }).notNull().default('pending'),
+    /** ISO 639-3 code detected at ingestion (`eng`, `deu`, `cmn`, …); null until then or when unknown. */
+    language: text('language'),
+    /** The text-search configuration its chunks are indexed with (search-language.ts); documents before languages were detected are English. */
+    searchConfig: text('search_config').notNull().default('english'),
     uploadedBy: integer('uploaded_by').references(() => users.id, { onDelete: 'set null' }),
     /** Set once the client's upload was checked (uploads) or the content fetched (URLs). */
     storedAt: ts('stored_at'),
@@ -78,6 +82,7 @@ export const ingestionTasks = pgTable(
 );
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
+const regconfig = customType<{ data: string }>({ dataType: () => 'regconfig' });
 
 /** Chunks exist once per document, whatever knowledge bases the document is in. */
 export const documentChunks = pgTable(
@@ -94,7 +99,11 @@ export const documentChunks = pgTable(
     content: text('content').notNull(),
     tokenCount: integer('token_count').notNull(),
     page: integer('page'),
-    tsv: tsvector('tsv').generatedAlwaysAs(sql`to_tsvector('english', content)`),
+    /** The document's text-search configuration (documents.search_config), as the type to_tsvector takes. */
+    tsConfig: regconfig('ts_config').notNull().default(sql`'english'::regconfig`),
+    /** CJK text split into words for the `simple` parser (search-language.ts); null: the content is indexed. */
+    searchText: text('search_text'),
+    tsv: tsvector('tsv').generatedAlwaysAs(sql`to_tsvector(ts_config, coalesce(search_text, content))`),
     embedding: vector('embedding', { dimensions: EMBEDDING_DIMENSIONS }),
     createdAt: ts('created_at').notNull().defaultNow(),
   },

@@ -13,3 +13,5 @@ export { visibleDocumentIds } from './documents.repo.js';
  * and task states of the documents this module stores).
  */
 export * as documentStore from './documents.repo.js';
+/** Languages of full-text search: detection at ingestion, configurations and CJK segmentation for indexing and queries. */
+export { detectLanguage, FALLBACK_CONFIG, KNOWN_CONFIGS, searchConfigFor, segmentCjk } from './search-language.js';

@@ -13,7 +13,7 @@ import type { CreditService } from '../billing/index.js';
 import type { Plans } from '../billing/index.js';
 import { resolveBillingState } from '../billing/index.js';
 import { documentStore as repo } from '../documents/index.js';
-import { EMBEDDING_DIMENSIONS } from '../documents/index.js';
+import { detectLanguage, EMBEDDING_DIMENSIONS, searchConfigFor } from '../documents/index.js';
 import type { ModelRegistry } from '../models/index.js';
 import { findWorkspace } from '../workspaces/index.js';
 import { ExtractionError, extractText } from './extract/index.js';
@@ -181,6 +181,8 @@ export function createIngestionService(deps: IngestionServiceDeps) {
         const { chunkDocument } = await import('./chunk.js');
         const chunks = chunkDocument(extracted);
         if (chunks.length === 0) throw new IngestionError('no_text', 'No text could be found in this document.');
+        const language = detectLanguage(extracted.pages.map((p) => p.text).join('\n'));
+        const searchConfig = searchConfigFor(language);
         context.signal?.throwIfAborted();
         const embeddings = await embed(taskId, document.workspaceId, chunks.map((c) => c.content), document.uploadedBy, context.signal);
         context.signal?.throwIfAborted();
@@ -204,9 +206,12 @@ export function createIngestionService(deps: IngestionServiceDeps) {
             tx,
             document,
             chunks.map((c, i) => ({ index: c.index, content: c.content, tokenCount: c.tokenCount, page: c.page, embedding: embeddings?.[i] ?? null })),
+            searchConfig,
           );
           await repo.updateDocument(tx, document.id, {
             processingStatus: 'ready',
+            language,
+            searchConfig,
             ...(document.sourceKind !== 'upload'
               ? { size: fetched.bytes.length, contentType: parseMediaType(fetched.contentType).mime, storedAt: new Date() }
               : {}),

@@ -3,10 +3,10 @@ import { embed } from 'ai';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
 import { type DbOrTx, queryRows } from '../../db/client.js';
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { KnowledgeHit, KnowledgeSearch } from '../agents/index.js';
 import type { CreditService } from '../billing/index.js';
-import { EMBEDDING_DIMENSIONS } from '../documents/index.js';
+import { EMBEDDING_DIMENSIONS, KNOWN_CONFIGS, segmentCjk } from '../documents/index.js';
 import type { ModelRegistry } from '../models/index.js';
 import { chatHasKnowledge } from './knowledge-bases.repo.js';
 import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
@@ -32,17 +32,138 @@ const chatChunks = (chatId: string) => sql`
     WHERE ck.session_id = ${chatId}
   ) AND d.processing_status = 'ready'`;
 
-/** Full-text candidates; words are OR-ed so a natural question still matches partial overlaps. */
+/** Rows each tier of the lexical search reads before ranking (see lexicalCandidates). */
+export const LEXICAL_POOL = 100;
+/** Longest query read, in characters, and most terms taken from it: a question, not a document. */
+const MAX_QUERY_CHARS = 1000;
+const MAX_TERMS = 32;
+
+/** A search query in the syntax the lexical search understands (parseSearchQuery). */
+export interface ParsedQuery {
+  /** Plain words: any of them may match (OR), rows with all of them are preferred. */
+  words: string[];
+  /** `word*`: lexemes starting with the word (letters and digits only). */
+  prefixes: string[];
+  /** `"several words"`: required, in this order, next to each other. */
+  phrases: string[];
+  /** `-word`: rows containing it are left out. */
+  excluded: string[];
+}
+
+const PREFIX_WORD = /^[\p{L}\p{N}]+$/u;
+const HAS_WORD = /[\p{L}\p{N}]/u;
+
+/**
+ * Splits a query into plain words, `word*` prefixes, `"quoted phrases"` and `-excluded` words
+ * (websearch syntax, with plain words OR-ed instead of AND-ed so a natural question still matches
+ * partial overlaps; the word `or` is dropped as they are OR-ed anyway). CJK runs are segmented
+ * into words first, as chunks are at indexing. Never throws; every part reaches SQL only as a
+ * parameter of a PostgreSQL parsing function, so no input is syntax.
+ */
+export function parseSearchQuery(query: string): ParsedQuery {
+  const parsed: ParsedQuery = { words: [], prefixes: [], phrases: [], excluded: [] };
+  let count = 0;
+  const add = (list: string[], value: string) => {
+    if (count < MAX_TERMS && HAS_WORD.test(value)) {
+      list.push(value);
+      count += 1;
+    }
+  };
+  // PostgreSQL text cannot hold NUL; other control characters are separators anyway.
+  const text = query.slice(0, MAX_QUERY_CHARS).replace(/\p{Cc}/gu, ' ');
+  const rest = text.replace(/"([^"]*)"/g, (_, phrase: string) => {
+    add(parsed.phrases, segmentCjk(phrase) ?? phrase);
+    return ' ';
+  });
+  for (const raw of rest.replaceAll('"', ' ').split(/\s+/)) {
+    if (!raw || raw.toLowerCase() === 'or') continue;
+    if (raw.startsWith('-') && raw.length > 1) {
+      add(parsed.excluded, segmentCjk(raw.slice(1)) ?? raw.slice(1));
+      continue;
+    }
+    const stem = raw.replace(/\*+$/, '');
+    if (stem !== raw && PREFIX_WORD.test(stem)) {
+      add(parsed.prefixes, stem);
+      continue;
+    }
+    // A run of CJK text is a sentence: each of its words is a plain word of its own.
+    for (const word of (segmentCjk(stem) ?? stem).split(' ')) add(parsed.words, word);
+  }
+  return parsed;
+}
+
+/**
+ * The tsquery of a parsed query in the configuration `config` (an SQL expression of type
+ * regconfig): `loose` requires one of the words or prefixes; `strict` requires all of them; both
+ * require the phrases and exclude the excluded words. Only PostgreSQL's own parsing functions see
+ * the user's text (plainto/phraseto_tsquery never fail on any input; prefixes are letters and
+ * digits only, so `to_tsquery(word || ':*')` cannot be more than one prefix term).
+ */
+function tsqueries(parsed: ParsedQuery, config: SQL) {
+  const join = (parts: SQL[], op: SQL) => (parts.length ? sql.join(parts, op) : null);
+  const terms = [
+    ...parsed.words.map((w) => sql`plainto_tsquery(${config}, ${w})`),
+    ...parsed.prefixes.map((p) => sql`to_tsquery(${config}, ${p} || ':*')`),
+  ];
+  const required = [
+    ...parsed.phrases.map((p) => sql`phraseto_tsquery(${config}, ${p})`),
+    ...parsed.excluded.map((w) => sql`(!! plainto_tsquery(${config}, ${w}))`),
+  ];
+  const all = join(required, sql` && `);
+  const combine = (any: SQL | null) => (any && all ? sql`(${any}) && (${all})` : (any ?? all ?? sql`''::tsquery`));
+  return { loose: combine(join(terms, sql` || `)), strict: combine(join(terms, sql` && `)) };
+}
+
+/**
+ * Full-text candidates over the chat's knowledge bases, in every text-search configuration
+ * among their documents (each document's chunks only with its own configuration's query).
+ *
+ * Two statements. The first lists the chat's ready documents per configuration and renders the
+ * query in each configuration as tsquery text (PostgreSQL parses and stems it). The second passes
+ * those back as constants (so the planner sees the real query and document list) and ranks a
+ * bounded candidate set: per configuration at most LEXICAL_POOL rows matching all terms plus at
+ * most LEXICAL_POOL rows matching any, taken by the GIN index (or the document index when the
+ * chat's documents are few) without ordering, then ordered by ts_rank_cd. Ranking every match
+ * of an OR-ed question meant tens of thousands of rows at 100,000 chunks (bench/RESULTS.md).
+ */
 export async function lexicalCandidates(db: DbOrTx, chatId: string, query: string, limit = CANDIDATES) {
-  return queryRows<Candidate & { rank: number }>(
+  const statement = await lexicalStatement(db, chatId, query, limit);
+  return statement ? queryRows<Candidate & { rank: number }>(db, statement) : [];
+}
+
+/** The ranking statement of lexicalCandidates (after its first statement ran); null when nothing can match. */
+export async function lexicalStatement(db: DbOrTx, chatId: string, query: string, limit = CANDIDATES): Promise<SQL | null> {
+  const parsed = parseSearchQuery(query);
+  // A query of exclusions alone would match nearly everything: it finds nothing.
+  if (parsed.words.length + parsed.prefixes.length + parsed.phrases.length === 0) return null;
+  const { loose, strict } = tsqueries(parsed, sql`d.search_config::regconfig`);
+  const scopes = await queryRows<{ ids: string; loose: string; strict: string }>(
     db,
-    sql`WITH q AS (SELECT NULLIF(replace(plainto_tsquery('english', ${query})::text, '&', '|'), '')::tsquery AS tsq)
-        SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, ts_rank_cd(c.tsv, q.tsq) AS rank
-        FROM document_chunks c JOIN documents d ON d.id = c.document_id, q
-        WHERE q.tsq IS NOT NULL AND c.tsv @@ q.tsq AND ${chatChunks(chatId)}
-        ORDER BY rank DESC, c.id
-        LIMIT ${limit}`,
+    sql`SELECT array_agg(d.id)::text AS ids, (${loose})::text AS loose, (${strict})::text AS strict
+        FROM documents d
+        WHERE d.processing_status = 'ready' AND d.search_config IN ${[...KNOWN_CONFIGS]}
+          AND d.id IN (
+            SELECT kd.document_id FROM knowledge_base_documents kd
+            JOIN chat_knowledge_bases ck ON ck.knowledge_base_id = kd.knowledge_base_id
+            WHERE ck.session_id = ${chatId})
+        GROUP BY d.search_config`,
   );
+  const branches = scopes
+    .filter((s) => s.loose !== '')
+    .map(
+      (s) => sql`(SELECT c.id, ts_rank_cd(c.tsv, ${s.loose}::tsquery) AS rank
+        FROM (
+          (SELECT c.id FROM document_chunks c WHERE c.document_id = ANY(${s.ids}::uuid[]) AND c.tsv @@ ${s.strict}::tsquery LIMIT ${LEXICAL_POOL})
+          UNION
+          (SELECT c.id FROM document_chunks c WHERE c.document_id = ANY(${s.ids}::uuid[]) AND c.tsv @@ ${s.loose}::tsquery LIMIT ${LEXICAL_POOL})
+        ) pool JOIN document_chunks c ON c.id = pool.id)`,
+    );
+  if (branches.length === 0) return null;
+  return sql`SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, ranked.rank
+        FROM (${sql.join(branches, sql` UNION ALL `)}) ranked
+        JOIN document_chunks c ON c.id = ranked.id JOIN documents d ON d.id = c.document_id
+        ORDER BY ranked.rank DESC, c.id
+        LIMIT ${limit}`;
 }
 
 /** Nearest chunks by cosine distance. The ORDER BY must be the bare distance: any tie-breaker
