@@ -227,7 +227,14 @@ function createServices(
   const limiter = reportingRefusals(base.limiter, metrics.throttled);
   const modelRegistry = createModelRegistry(config, catalog);
   const streams = createStreamControl({ pubsub, log: log.child({ module: 'streams' }) });
-  const credit = createCreditService({ db, plans, catalog, log: log.child({ module: 'credit' }), metrics });
+  const credit = createCreditService({
+    db,
+    plans,
+    catalog,
+    log: log.child({ module: 'credit' }),
+    metrics,
+    billingCache: accessCache.region('billing-inputs'),
+  });
   const chats = createChatsService({
     db,
     catalog,
@@ -297,10 +304,11 @@ function createServices(
     }),
     credit,
     plan: createPlanService({ db, plans, credit, documentUsage }),
-    planOverrides: createPlanOverridesService({ db, plans }),
+    planOverrides: createPlanOverridesService({ db, plans, invalidate }),
     usage: createUsageService({ db }),
     webhooks: createWebhookService({
       db,
+      invalidate,
       secret: config.PAYMENT_WEBHOOK_SECRET,
       log: log.child({ module: 'billing' }),
       payloadRetentionDays: config.WEBHOOK_PAYLOAD_RETENTION_DAYS,

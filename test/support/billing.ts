@@ -7,7 +7,7 @@ import {
   subscriptionItems,
   subscriptions,
 } from '../../src/modules/billing/billing.table.js';
-import type { TestApp } from './app.js';
+import { forgetCachedAccess, type TestApp } from './app.js';
 import type { TestUser } from './factories.js';
 
 export interface SubscriptionFixture {
@@ -82,6 +82,8 @@ export async function subscribe(
     providerPriceId: `price_${suffix}`,
     providerProductId: product!.providerProductId,
   });
+  // Written behind the service's back: cached billing states must not outlive it.
+  forgetCachedAccess(t);
   return subscription!;
 }
 

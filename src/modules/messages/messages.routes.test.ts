@@ -2,6 +2,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { forgetCachedAccess } from '../../../test/support/app.js';
 import { recordUsage, subscribe } from '../../../test/support/billing.js';
 import {
   type ChatWorld,
@@ -298,6 +299,7 @@ describe('rule 7: refusals are JSON errors before streaming', () => {
     expect(deltaText(ok.events)).toBe('Premium answer');
 
     await t.deps.database.db.update(subscriptions).set({ status: 'canceled' }).where(eq(subscriptions.workspaceId, w.ws.id));
+    forgetCachedAccess(t); // written behind the service's back (a webhook would drop the cached billing state)
     const res = await t.post(`${w.base}stream/`, { content: 'Again' }, w.alice);
     expectJsonError(res, 402, 'model_not_in_plan');
     expectJsonError(await t.post(`${w.base}regenerate/stream/`, { user_message_id: ok.done.user_message_id }, w.alice), 402, 'model_not_in_plan');

@@ -8,7 +8,9 @@ import type { UsageKind } from '../billing.table.js';
 import * as repo from './credit.repo.js';
 import { billingErrors } from '../billing.errors.js';
 import { type Plan, planIncludesModel, type Plans } from '../plan/plans.js';
-import { resolveBillingState } from '../plan/state.js';
+import { type BillingInputs, billingStateFrom, resolveBillingState } from '../plan/state.js';
+import { findBillingInputs } from '../billing.repo.js';
+import { accessTags, type CacheRegion } from '../../../platform/cache/shared-cache.js';
 
 export const creditExhausted = () =>
   new PaymentRequiredError("This workspace's AI credit for the current period is used up.", 'credit_exhausted');
@@ -79,6 +81,12 @@ const RESERVATION_TTL_MS = 15 * 60_000;
 
 export interface CreditServiceDeps {
   db: Db;
+  /**
+   * The gate's billing inputs cached per workspace (src/deps.ts), dropped in every process by any
+   * payment-provider event (webhook service) and by an operator's override of that workspace.
+   * Without it every gate reads them (one statement).
+   */
+  billingCache?: CacheRegion<BillingInputs>;
   plans: Plans;
   catalog: ModelCatalog;
   log: Logger;
@@ -93,7 +101,19 @@ export interface CreditServiceDeps {
  * are one UPDATE of the period's running totals (`credit_balances`), which re-checks the limit
  * against the row as the previous call left it. The ledger stays the audit trail.
  */
-export function createCreditService({ db, plans, catalog, log, metrics }: CreditServiceDeps) {
+export function createCreditService({ db, plans, catalog, log, metrics, billingCache }: CreditServiceDeps) {
+  /** The billing state for the gate, from the cache when there is one. */
+  async function gateState(workspace: { id: string; ownerId: number }) {
+    if (!billingCache) return resolveBillingState(db, plans, workspace);
+    const inputs = await billingCache.through(workspace.id.toLowerCase(), async () => {
+      const value = Object.freeze(await findBillingInputs(db, workspace.id, new Date()));
+      // An override that ends must stop counting when it ends, cached or not.
+      const expiresAt = value.override?.endsAt?.getTime();
+      return { value, tags: [accessTags.billing(), accessTags.billingOf(workspace.id)], ...(expiresAt ? { expiresAt } : {}) };
+    });
+    return billingStateFrom(plans, workspace, inputs!, new Date());
+  }
+
   const refuse = () => {
     metrics.creditRefused();
     return creditExhausted();
@@ -149,7 +169,7 @@ export function createCreditService({ db, plans, catalog, log, metrics }: Credit
   async function gate<M extends ModelRef>(request: GateRequest<M>) {
     const row = await workspaceOf(request.workspace);
     assertWritable(row);
-    const state = await resolveBillingState(db, plans, row);
+    const state = await gateState(row);
     const model = typeof request.model === 'function' ? request.model(state.plan) : request.model;
     if (model && !planIncludesModel(state.plan, model)) throw billingErrors.modelNotInPlan(model.id);
     request.refuseByPlan?.(state.plan);

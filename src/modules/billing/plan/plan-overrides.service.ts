@@ -1,3 +1,4 @@
+import { accessTags, type CacheInvalidator } from '../../../platform/cache/shared-cache.js';
 import type { Db } from '../../../db/client.js';
 import { fieldError, NotFoundError } from '../../../platform/errors.js';
 import { findWorkspace } from '../../workspaces/index.js';
@@ -28,7 +29,7 @@ export function toOverrideView(row: repo.PlanOverrideRow): PlanOverrideView {
  * the subscription's plan while it is in force (see `resolveBillingState`); one whose end has
  * passed is ignored, and stays in the table until it is cleared or replaced.
  */
-export function createPlanOverridesService({ db, plans }: { db: Db; plans: Plans }) {
+export function createPlanOverridesService({ db, plans, invalidate }: { db: Db; plans: Plans; invalidate?: CacheInvalidator }) {
   async function requireWorkspace(workspaceId: string) {
     const workspace = await findWorkspace(db, workspaceId);
     if (!workspace) throw new NotFoundError(`No workspace with id ${workspaceId}.`, 'workspace_not_found');
@@ -56,6 +57,7 @@ export function createPlanOverridesService({ db, plans }: { db: Db; plans: Plans
         reason: (input.reason ?? '').slice(0, 500),
         createdBy: (input.createdBy ?? '').slice(0, 200),
       });
+      await invalidate?.(accessTags.billingOf(workspaceId));
       return toOverrideView(row);
     },
 
@@ -65,6 +67,7 @@ export function createPlanOverridesService({ db, plans }: { db: Db; plans: Plans
       if (!(await repo.deletePlanOverride(db, workspaceId))) {
         throw new NotFoundError('This workspace has no plan override.', 'no_plan_override');
       }
+      await invalidate?.(accessTags.billingOf(workspaceId));
     },
 
     /** The stored override (in force or expired), or null. */

@@ -56,9 +56,16 @@ export async function resolveBillingState(
   workspace: { id: string; ownerId: number },
   now = new Date(),
 ): Promise<BillingState> {
-  const inputs = await repo.findBillingInputs(db, workspace.id, now);
+  return billingStateFrom(plans, workspace, await repo.findBillingInputs(db, workspace.id, now), now);
+}
+
+/** What a billing state is computed from (one statement; cached by the credit gate). */
+export type BillingInputs = Awaited<ReturnType<typeof repo.findBillingInputs>>;
+
+/** The billing state from its inputs at `now` (pure: the credit periods depend on the time). */
+export function billingStateFrom(plans: Plans, workspace: { id: string; ownerId: number }, inputs: BillingInputs, now: Date): BillingState {
   const fromSubscription = subscriptionState(plans, workspace, inputs, now);
-  const { override } = inputs;
+  const override = inputs.override && (!inputs.override.endsAt || inputs.override.endsAt > now) ? inputs.override : null;
   if (!override || !isPlanKey(override.plan)) return { ...fromSubscription, override: null };
   const plan = plans[override.plan];
   if (fromSubscription.renewsAt || plan.key === 'free') return { ...fromSubscription, plan, override };

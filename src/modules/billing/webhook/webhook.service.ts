@@ -1,3 +1,4 @@
+import { accessTags, type CacheInvalidator } from '../../../platform/cache/shared-cache.js';
 import type { Db, DbOrTx } from '../../../db/client.js';
 import { AppError } from '../../../platform/errors.js';
 import type { ServiceMetrics } from '../../../platform/metrics.js';
@@ -51,8 +52,11 @@ export function createWebhookService({
   log,
   metrics,
   payloadRetentionDays = 30,
+  invalidate,
 }: {
   db: Db;
+  /** Drops cached billing states in every process once an event's transaction committed (src/deps.ts). */
+  invalidate?: CacheInvalidator;
   secret: string | undefined;
   log: WebhookLog;
   metrics: Pick<ServiceMetrics, 'webhookEvent'>;
@@ -118,7 +122,10 @@ export function createWebhookService({
   async function inTransaction<T>(work: (tx: DbOrTx) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await db.transaction(work);
+        const result = await db.transaction(work);
+        // Any event may move any workspace's plan (a product's plan key, a subscription's workspace).
+        await invalidate?.(accessTags.billing());
+        return result;
       } catch (error) {
         if (attempt >= 3 || !isUniqueViolation(error, ONE_GRANTING_INDEX)) throw error;
       }
