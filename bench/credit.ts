@@ -10,16 +10,14 @@
  *
  * A fresh database is created on DATABASE_URL's server (migrated on start) and dropped afterwards.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { loadConfig } from '../src/config/env.js';
 import { createDeps } from '../src/deps.js';
 import { createLogger } from '../src/platform/logger.js';
-import { appendResults, ascending, createBenchDatabase, fmt, loadAverage, machineLine, percentile, positiveInt } from './support.js';
+import { appendResults, ascending, benchAppConfig, createBenchDatabase, fmt, loadAverage, machineLine, percentile, positiveInt } from './support.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -47,14 +45,7 @@ pg.Client.prototype.query = function counted(this: pg.Client, ...rest: unknown[]
 const loadAtStart = loadAverage();
 const database = await createBenchDatabase(serverUrl, 'wsai_bench_credit');
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wsai-bench-credit-'));
-const config = loadConfig({
-  NODE_ENV: 'production',
-  LOG_LEVEL: 'warn',
-  DATA_DIR: dataDir,
-  DATABASE_URL: database.url,
-  SECRET_KEY: `bench-secret-${randomBytes(16).toString('hex')}`,
-  PUBLIC_BASE_URL: 'http://127.0.0.1:8000',
-});
+const config = benchAppConfig(database.url, dataDir);
 const deps = await createDeps(config, createLogger(config.LOG_LEVEL));
 const credit = deps.services.credit;
 const client = new pg.Client({ connectionString: database.url });

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
+import { loadConfig } from '../src/config/env.js';
 
 export const RESULTS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'RESULTS.md');
 
@@ -218,4 +219,16 @@ export function loadSettings(values: { duration?: string; warmup?: string; conne
     connections: positiveInt('connections', values.connections),
     workers: positiveInt('workers', values.workers, 0),
   };
+}
+
+/** The app's settings for a benchmark on the throwaway database at `databaseUrl`, with its own DATA_DIR. */
+export function benchAppConfig(databaseUrl: string, dataDir: string) {
+  return loadConfig({
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    SECRET_KEY: `bench-secret-${randomBytes(16).toString('hex')}`,
+    PUBLIC_BASE_URL: 'http://127.0.0.1:8000',
+  });
 }

@@ -19,10 +19,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config/env.js';
 import { createDeps } from '../src/deps.js';
 import { createLogger } from '../src/platform/logger.js';
-import { appendResults, ascending, createBenchDatabase, fmt, loadAverage, machineLine, percentile, positiveInt } from './support.js';
+import { appendResults, ascending, benchAppConfig, createBenchDatabase, fmt, loadAverage, machineLine, percentile, positiveInt } from './support.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -76,14 +75,7 @@ const summary = (ms: number[]) => {
 const loadAtStart = loadAverage();
 const database = await createBenchDatabase(serverUrl, 'wsai_bench_usage');
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wsai-bench-usage-'));
-const config = loadConfig({
-  NODE_ENV: 'production',
-  LOG_LEVEL: 'warn',
-  DATA_DIR: dataDir,
-  DATABASE_URL: database.url,
-  SECRET_KEY: `bench-secret-${randomBytes(16).toString('hex')}`,
-  PUBLIC_BASE_URL: 'http://127.0.0.1:8000',
-});
+const config = benchAppConfig(database.url, dataDir);
 const deps = await createDeps(config, createLogger(config.LOG_LEVEL));
 const app = await buildApp(deps);
 await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { crc32, deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { buildZip } from '../../../test/support/office-files.js';
 import { EXTRACTION_LIMITS, ExtractionError, extractText, normalizeWhitespace } from './extract/index.js';
 
 const FIXTURES = new URL('../../../test/fixtures/documents/', import.meta.url);
@@ -41,54 +41,6 @@ const SAMPLE_PDF_PAGES = [
   ['Hello page one', 'The first page talks about apples.'],
   ['Hello page two', 'The second page talks about pears.'],
 ];
-
-/**
- * A zip with fixed 1980-01-01 timestamps. Entries are stored uncompressed unless `deflate` is set
- * (stored entries keep the output byte-for-byte stable across zlib versions).
- */
-function buildZip(files: Array<[name: string, content: string]>, deflate = false): Buffer {
-  const parts: Buffer[] = [];
-  const central: Buffer[] = [];
-  let offset = 0;
-  for (const [name, content] of files) {
-    const data = Buffer.from(content, 'utf8');
-    const packed = deflate ? deflateRawSync(data) : data;
-    const method = deflate ? 8 : 0;
-    const fileName = Buffer.from(name, 'utf8');
-    const crc = crc32(data);
-    const local = Buffer.alloc(30);
-    local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(20, 4); // version needed
-    local.writeUInt16LE(method, 8);
-    local.writeUInt16LE(0x21, 12); // date: 1980-01-01
-    local.writeUInt32LE(crc, 14);
-    local.writeUInt32LE(packed.length, 18);
-    local.writeUInt32LE(data.length, 22);
-    local.writeUInt16LE(fileName.length, 26);
-    parts.push(local, fileName, packed);
-    const entry = Buffer.alloc(46);
-    entry.writeUInt32LE(0x02014b50, 0);
-    entry.writeUInt16LE(20, 4);
-    entry.writeUInt16LE(20, 6);
-    entry.writeUInt16LE(method, 10);
-    entry.writeUInt16LE(0x21, 14);
-    entry.writeUInt32LE(crc, 16);
-    entry.writeUInt32LE(packed.length, 20);
-    entry.writeUInt32LE(data.length, 24);
-    entry.writeUInt16LE(fileName.length, 28);
-    entry.writeUInt32LE(offset, 42);
-    central.push(entry, fileName);
-    offset += local.length + fileName.length + packed.length;
-  }
-  const directory = Buffer.concat(central);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(files.length, 8);
-  end.writeUInt16LE(files.length, 10);
-  end.writeUInt32LE(directory.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...parts, directory, end]);
-}
 
 /** A minimal .docx: content types, package relationship and word/document.xml. */
 function buildDocx(paragraphs: string[], table: string[][] = [], deflate = false): Buffer {
