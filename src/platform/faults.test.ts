@@ -5,7 +5,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../test/support/redis-server.js';
-import { ModelCallError } from '../modules/agents/registry.js';
+import { ModelCallError } from '../modules/agents/frameworks.js';
 import { AppError, ServiceUnavailableError } from './errors.js';
 import { describeDependencyFault, findDependencyFault, isDependencyUnavailable } from './faults.js';
 

@@ -3,6 +3,6 @@
  * rule allows nothing else). The agent frameworks a chat can run (`agentFramework`), their event type, the knowledge-search
  * port they call (`KnowledgeSearch`, implemented by knowledge-bases), and `ModelCallError`.
  */
-export { type KnowledgeHit, type KnowledgeSearch, type MessageSource } from './knowledge.js';
-export { ModelCallError, agentFramework, type AgentEvent } from './registry.js';
-export { agentFrameworkNames } from './registry.names.js';
+export { type KnowledgeHit, type KnowledgeSearch, type MessageSource } from './knowledge-port.js';
+export { ModelCallError, agentFramework, type AgentEvent } from './frameworks.js';
+export { agentFrameworkNames } from './frameworks.names.js';

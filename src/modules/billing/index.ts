@@ -14,4 +14,4 @@
 export { modelNotInPlan } from './billing.errors.js';
 export { type Admission, type CreditService, type Reservation } from './credit/credit.service.js';
 export { type Plan, planIncludesModel, type Plans } from './plan/plans.js';
-export { createPlanModelRules, resolveBillingState } from './plan/state.js';
+export { createPlanModelRules, resolveBillingState } from './plan/billing-state.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chatWorld, deltaText, injectStream, ledgerRows, messageRows, useChatTestApp } from '../../../test/support/chat.js';
-import type { KnowledgeHit, KnowledgeSearch } from '../agents/knowledge.js';
+import type { KnowledgeHit, KnowledgeSearch } from '../agents/knowledge-port.js';
 
 /** A knowledge search with fixed hits for the chats in `withKnowledge`; every search is recorded. */
 const withKnowledge = new Set<string>();

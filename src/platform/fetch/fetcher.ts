@@ -8,6 +8,7 @@ import { parseMediaType } from '../content-type.js';
 import { CATEGORY_LABELS, checkAddress, connectAddress, parseAddress, parseAllowList } from './address-policy.js';
 import { UrlFetchError, UrlNotAllowedError, type UrlRefusalReason } from './errors.js';
 import { type CheckedUrl, checkUrl } from './url-policy.js';
+import { abortable, discard, errorCode, firstHeader, flattenHeaders, formatBytes, formatSeconds, MiB } from './fetch-helpers.js';
 
 export { UrlFetchError, UrlNotAllowedError } from './errors.js';
 export type { UrlFetchErrorCode, UrlRefusalReason } from './errors.js';
@@ -74,7 +75,6 @@ export interface SafeFetcher {
   fetch(url: string, init?: SafeFetchInit): Promise<SafeResponse>;
 }
 
-const MiB = 1024 * 1024;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const DEFAULT_USER_AGENT = 'Mozilla/5.0 (compatible; WorkspaceAI-Fetcher/1.0)';
 /** Caller headers that would change framing, routing or the connection; we own these. */
@@ -350,56 +350,4 @@ export function createSafeFetcher(options: SafeFetcherOptions): SafeFetcher {
       }
     },
   };
-}
-
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
-
-/** Drops a body we will not read; undici reports the destroy as an error nobody else listens to. */
-function discard(body: Dispatcher.ResponseData['body']): void {
-  body.on('error', () => undefined);
-  body.destroy();
-}
-
-function errorCode(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : '';
-}
-
-function firstHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined) out[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return out;
-}
-
-function formatBytes(bytes: number): string {
-  if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB`;
-  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
-  return `${bytes} bytes`;
-}
-
-function formatSeconds(ms: number): string {
-  const s = ms / 1000;
-  return `${Number.isInteger(s) ? s : s.toFixed(1)} second${s === 1 ? '' : 's'}`;
 }

@@ -11,7 +11,7 @@ import * as catalogStore from '../catalog.repo.js';
 import * as subscriptionStore from '../subscriptions.repo.js';
 import { PaymentProviderError, type PaymentProvider } from '../payment-provider.js';
 import type { Plans } from '../plan/plans.js';
-import { resolveBillingState } from '../plan/state.js';
+import { resolveBillingState } from '../plan/billing-state.js';
 
 /**
  * Billing actions: checkout (owner or admin) and the billing portal (the billing contact only).

@@ -8,7 +8,7 @@ import type { UsageKind } from '../billing.table.js';
 import * as repo from './credit.repo.js';
 import { billingErrors } from '../billing.errors.js';
 import { type Plan, planIncludesModel, type Plans } from '../plan/plans.js';
-import { type BillingInputs, billingStateFrom, resolveBillingState } from '../plan/state.js';
+import { type BillingInputs, billingStateFrom, resolveBillingState } from '../plan/billing-state.js';
 import { findBillingInputs } from '../billing.repo.js';
 import { accessTags, type CacheRegion } from '../../../platform/cache/shared-cache.js';
 

@@ -5,7 +5,7 @@ import { findUserSummary } from '../../users/index.js';
 import type { CreditService, CreditSummary } from '../credit/credit.service.js';
 import type { PlanOut } from './plan.schemas.js';
 import type { Plans } from './plans.js';
-import { resolveBillingState } from './state.js';
+import { resolveBillingState } from './billing-state.js';
 
 /** Documents and bytes stored by a workspace (the documents module provides it). */
 export type DocumentUsage = (workspaceId: string) => Promise<{ documents: number; storageBytes: number }>;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createCatalog } from '../../models/catalog.js';
 import { builtInPlans, loadPlans, planIncludesModel } from './plans.js';
-import { addMonths, creditMonth } from './state.js';
+import { addMonths, creditMonth } from './billing-state.js';
 
 const catalog = createCatalog();
 const write = (content: unknown) => {

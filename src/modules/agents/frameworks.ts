@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { AppError } from '../../platform/errors.js';
 import type { BuiltCallSettings } from '../models/index.js';
 import type { ChatLanguageModel } from '../models/index.js';
-import type { KnowledgeHit, MessageSource } from './knowledge.js';
-import type { AgentFrameworkName } from './registry.names.js';
+import type { KnowledgeHit, MessageSource } from './knowledge-port.js';
+import type { AgentFrameworkName } from './frameworks.names.js';
 
 export type AgentEvent =
   | { type: 'delta'; text: string }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withKnowledgeContext } from './registry.js';
+import { withKnowledgeContext } from './frameworks.js';
 
 describe('withKnowledgeContext', () => {
   it('names what a chunk page counts: page, sheet, slide or chapter', () => {
