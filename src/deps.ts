@@ -27,6 +27,7 @@ import { ingestDocumentJob } from './modules/ingestion/ingestion.jobs.js';
 import { createIngestionService } from './modules/ingestion/ingestion.service.js';
 import { createKnowledgeBasesService } from './modules/knowledge-bases/knowledge-bases.service.js';
 import { createKnowledgeSearch } from './modules/knowledge-bases/knowledge-search.js';
+import { createReranker } from './modules/knowledge-bases/reranker.js';
 import { knowledgeBaseLinks } from './modules/knowledge-bases/index.js';
 import { assertPublicUrl, classifyUrl, createSafeFetcher, type SafeFetcher, UrlNotAllowedError } from './platform/fetch/fetcher.js';
 import { agentReplyJob } from './modules/messages/messages.jobs.js';
@@ -161,7 +162,15 @@ function createServices(
     invalidate,
   });
   const knowledge =
-    overrides.knowledge ?? createKnowledgeSearch({ db, config, credit, modelRegistry, log: log.child({ module: 'knowledge' }), metrics });
+    overrides.knowledge ?? createKnowledgeSearch({
+      db,
+      config,
+      credit,
+      modelRegistry,
+      log: log.child({ module: 'knowledge' }),
+      metrics,
+      reranker: createReranker(config),
+    });
   const allowedPrivateHosts = config.URL_FETCH_ALLOWED_PRIVATE_HOSTS;
   const fetcher = overrides.fetcher ?? createSafeFetcher({ allowedPrivateHosts, onRefused: metrics.urlRefused });
   const documents = createDocumentsService({

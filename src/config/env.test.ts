@@ -47,8 +47,16 @@ describe('loadConfig', () => {
     [{ EMBEDDING_MODEL: 'text-embedding-3-small' }, 'EMBEDDING_MODEL'],
     [{ STORAGE_BACKEND: 's3' }, 'S3_BUCKET'],
     [{ SECRET_KEY: 'short' }, 'SECRET_KEY'],
+    [{ RERANK_MODEL: 'openai:rerank' }, 'RERANK_MODEL'],
+    [{ RERANK_MODEL: 'tei:BAAI/bge-reranker-base' }, 'RERANK_BASE_URL'],
   ])('refuses %j naming %s', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);
+  });
+
+  it('accepts a reranker: a hosted one alone, vllm and tei with their base URL', () => {
+    expect(loadConfig({ RERANK_MODEL: 'cohere:rerank-v3.5' }).RERANK_MODEL).toBe('cohere:rerank-v3.5');
+    expect(loadConfig({ RERANK_MODEL: 'vllm:BAAI/bge-reranker-v2-m3', RERANK_BASE_URL: 'http://vllm:8000/v1' }).RERANK_BASE_URL).toBe('http://vllm:8000/v1');
+    expect(loadConfig({}).RERANK_MODEL).toBeUndefined();
   });
 });

@@ -87,6 +87,20 @@ const envSchema = z.object({
   EMBEDDING_MODEL: providerModel,
   TRANSCRIPTION_MODEL: providerModel,
   TRANSLATION_MODEL: providerModel,
+  /** Reranker of knowledge-search candidates as `provider:model` (cohere, jina, voyage, vllm, tei); unset: no reranking. */
+  RERANK_MODEL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^(cohere|jina|voyage|vllm|tei):.+$/, 'must look like provider:model with provider cohere, jina, voyage, vllm or tei, for example cohere:rerank-v3.5')
+      .optional(),
+  ),
+  /** Base URL of the reranker (`…/rerank` is appended): required for vllm and tei, overrides the others' default. */
+  RERANK_BASE_URL: optionalUrl,
+  /** Bearer token for a vllm or tei reranker that needs one. */
+  RERANK_API_KEY: optionalString,
+  COHERE_API_KEY: optionalString,
+  JINA_API_KEY: optionalString,
+  VOYAGE_API_KEY: optionalString,
   MODEL_CATALOG_FILE: optionalString,
   PLANS_FILE: optionalString,
 
@@ -238,6 +252,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     for (const key of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
       if (!env[key]) issues.push(`${key}: required when STORAGE_BACKEND=s3`);
     }
+  }
+  if (env.RERANK_MODEL && /^(vllm|tei):/.test(env.RERANK_MODEL) && !env.RERANK_BASE_URL) {
+    issues.push('RERANK_BASE_URL: required when RERANK_MODEL is a vllm or tei model');
   }
   if (issues.length) throw new ConfigError(issues);
   const displayHost = env.HOST === '0.0.0.0' || env.HOST === '::' ? 'localhost' : env.HOST;

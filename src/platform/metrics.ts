@@ -9,7 +9,7 @@ export type ModelCallOutcome = 'ok' | 'error' | 'stopped' | 'timeout';
 
 /** One finished model call, as the service that made it saw it. */
 export interface ModelCallRecord {
-  kind: 'chat' | 'embedding' | 'transcription' | 'translation';
+  kind: 'chat' | 'embedding' | 'transcription' | 'translation' | 'rerank';
   /** From the catalogue (openai, anthropic, ...): a bounded set. */
   provider: string;
   /** The catalogue's model id, never free text from a request. */
@@ -123,7 +123,7 @@ export function createMetrics() {
 
   const modelCalls = new Counter({
     name: 'model_calls_total',
-    help: 'Model calls by kind (chat, embedding, transcription, translation), provider, model and outcome (ok, error, stopped, timeout)',
+    help: 'Model calls by kind (chat, embedding, transcription, translation, rerank), provider, model and outcome (ok, error, stopped, timeout)',
     labelNames: ['kind', 'provider', 'model', 'outcome'] as const,
     registers,
   });

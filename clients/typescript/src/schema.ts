@@ -2637,7 +2637,8 @@ export interface components {
          *           "document_id": "0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b",
          *           "document_name": "Refund policy 2025.pdf",
          *           "chunk_id": "0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a",
-         *           "score": 0.83,
+         *           "score": 0.032787,
+         *           "rerank_score": 0.91,
          *           "page": 2
          *         }
          *       ],
@@ -2674,7 +2675,10 @@ export interface components {
                 document_id: string;
                 document_name: string;
                 chunk_id: string;
+                /** @description Reciprocal-rank-fusion score of full-text and vector search. */
                 score: number;
+                /** @description The reranker's relevance score when RERANK_MODEL is set and it answered; sources are then in its order. Absent otherwise. */
+                rerank_score?: number;
                 /** @description The 1-based page (PDF), sheet (XLSX, ODS), slide (PPTX, ODP) or chapter (EPUB) the passage comes from; absent for formats without pages. */
                 page?: number;
             }[];
@@ -2733,7 +2737,10 @@ export interface components {
                 document_id: string;
                 document_name: string;
                 chunk_id: string;
+                /** @description Reciprocal-rank-fusion score of full-text and vector search. */
                 score: number;
+                /** @description The reranker's relevance score when RERANK_MODEL is set and it answered; sources are then in its order. Absent otherwise. */
+                rerank_score?: number;
                 /** @description The 1-based page (PDF), sheet (XLSX, ODS), slide (PPTX, ODP) or chapter (EPUB) the passage comes from; absent for formats without pages. */
                 page?: number;
             }[];
@@ -3230,7 +3237,8 @@ export interface components {
          *               "document_id": "0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b",
          *               "document_name": "Refund policy 2025.pdf",
          *               "chunk_id": "0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a",
-         *               "score": 0.83,
+         *               "score": 0.032787,
+         *               "rerank_score": 0.91,
          *               "page": 2
          *             }
          *           ],
@@ -14345,7 +14353,8 @@ export interface operations {
                      *           "document_id": "0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b",
                      *           "document_name": "Refund policy 2025.pdf",
                      *           "chunk_id": "0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a",
-                     *           "score": 0.83,
+                     *           "score": 0.032787,
+                     *           "rerank_score": 0.91,
                      *           "page": 2
                      *         }
                      *       ],
@@ -14932,7 +14941,8 @@ export interface operations {
                      *           "document_id": "0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b",
                      *           "document_name": "Refund policy 2025.pdf",
                      *           "chunk_id": "0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a",
-                     *           "score": 0.83,
+                     *           "score": 0.032787,
+                     *           "rerank_score": 0.91,
                      *           "page": 2
                      *         }
                      *       ],
@@ -15226,7 +15236,8 @@ export interface operations {
                      *           "document_id": "0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b",
                      *           "document_name": "Refund policy 2025.pdf",
                      *           "chunk_id": "0198f302-1b2c-7d3e-8f4a-5b6c7d8e9f0a",
-                     *           "score": 0.83,
+                     *           "score": 0.032787,
+                     *           "rerank_score": 0.91,
                      *           "page": 2
                      *         }
                      *       ],

@@ -63,7 +63,15 @@ const toSource = (hit: KnowledgeHit): MessageSource => ({
   chunk_id: hit.chunk_id,
   score: hit.score,
   ...(hit.page != null ? { page: hit.page } : {}),
+  ...(hit.rerank_score !== undefined ? { rerank_score: hit.rerank_score } : {}),
 });
+
+/** Best first: by reranker score where both have one, reranked before not, else by fused score. */
+const bySourceRank = (a: MessageSource, b: MessageSource) => {
+  if (a.rerank_score !== undefined && b.rerank_score !== undefined) return b.rerank_score - a.rerank_score;
+  if (a.rerank_score !== undefined || b.rerank_score !== undefined) return a.rerank_score === undefined ? 1 : -1;
+  return b.score - a.score;
+};
 
 function knowledgeTools(search: (query: string) => Promise<KnowledgeHit[]>, sources: Map<string, MessageSource>): ToolSet {
   return {
@@ -205,7 +213,7 @@ const direct: AgentFramework = {
     const query = input.query.trim();
     const hits = input.searchKnowledge && query ? (await input.searchKnowledge(query)).slice(0, SEARCH_RESULTS) : [];
     const outcome = await runStream({ ...input, system: withKnowledgeContext(input.system, hits) }, undefined, 1);
-    return { ...outcome, sources: hits.map(toSource).sort((a, b) => b.score - a.score) };
+    return { ...outcome, sources: hits.map(toSource).sort(bySourceRank) };
   },
 };
 
@@ -217,7 +225,7 @@ const tools: AgentFramework = {
     const sources = new Map<string, MessageSource>();
     const toolSet = input.searchKnowledge ? knowledgeTools(input.searchKnowledge, sources) : undefined;
     const outcome = await runStream(input, toolSet, MAX_TOOL_STEPS);
-    return { ...outcome, sources: [...sources.values()].sort((a, b) => b.score - a.score) };
+    return { ...outcome, sources: [...sources.values()].sort(bySourceRank) };
   },
 };
 

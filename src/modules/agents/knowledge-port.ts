@@ -10,6 +10,8 @@ export interface KnowledgeHit {
   content: string;
   score: number;
   page?: number | null;
+  /** The reranker's relevance score (RERANK_MODEL set and it answered); hits are then in its order. */
+  rerank_score?: number;
 }
 
 export interface KnowledgeSearch {
@@ -34,4 +36,6 @@ export interface MessageSource {
    * before it was recorded).
    */
   page?: number;
+  /** The reranker's relevance score, when RERANK_MODEL is set and it answered (`score` stays the fused one). */
+  rerank_score?: number;
 }

@@ -10,11 +10,14 @@ import { EMBEDDING_DIMENSIONS, KNOWN_CONFIGS, segmentCjk } from '../documents/in
 import type { ModelRegistry } from '../models/index.js';
 import { chatHasKnowledge } from './knowledge-bases.repo.js';
 import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
+import { applyRerank, type Reranker } from './reranker.js';
 
 /** Candidates each retriever contributes before fusion. */
 const CANDIDATES = 30;
 /** The usual reciprocal-rank-fusion constant: ranks beyond the first few weigh little. */
 const RRF_K = 60;
+/** Fused candidates sent to the reranker: three times the results wanted, at most this many. */
+const RERANK_POOL = 50;
 
 interface Candidate {
   id: string;
@@ -206,7 +209,9 @@ export function fuse(lists: Candidate[][], limit: number): KnowledgeHit[] {
 /**
  * Hybrid retrieval for the agent's `search_knowledge_base` tool: full-text rank plus vector
  * similarity (when EMBEDDING_MODEL is set and the workspace has credit for the query embedding),
- * fused by reciprocal rank; lexical only otherwise.
+ * fused by reciprocal rank; lexical only otherwise. With a reranker (RERANK_MODEL), the fused
+ * candidates (3× the limit, at most RERANK_POOL) are reordered by its scores; when it fails the
+ * fused order stands (a warning is logged). Reranking is not metered (no catalog price).
  */
 export function createKnowledgeSearch(deps: {
   db: DbOrTx;
@@ -215,8 +220,24 @@ export function createKnowledgeSearch(deps: {
   modelRegistry: ModelRegistry;
   log: Logger;
   metrics: Pick<ServiceMetrics, 'modelCall'>;
+  reranker?: Reranker | null;
 }): KnowledgeSearch {
-  const { db, config, credit, modelRegistry, log, metrics } = deps;
+  const { db, config, credit, modelRegistry, log, metrics, reranker } = deps;
+
+  async function rerank(query: string, hits: KnowledgeHit[]): Promise<KnowledgeHit[]> {
+    if (!reranker || hits.length === 0) return hits;
+    const record = timeModelCall(metrics, { kind: 'rerank', provider: reranker.provider, model: reranker.model });
+    try {
+      const scores = await reranker.rerank(query, hits.map((hit) => hit.content));
+      record('ok');
+      return applyRerank(hits, scores);
+    } catch (error) {
+      record(error instanceof Error && 'timedOut' in error && error.timedOut ? 'timeout' : 'error');
+      // The fused order is still a good answer: reranking only sharpens it.
+      log.warn({ err: error, provider: reranker.provider, model: reranker.model }, 'reranking failed; keeping the fused order');
+      return hits;
+    }
+  }
 
   async function queryVector(workspaceId: string, query: string): Promise<number[] | null> {
     if (!config.EMBEDDING_MODEL) return null;
@@ -256,7 +277,9 @@ export function createKnowledgeSearch(deps: {
         lexicalCandidates(db, chatId, query),
         queryVector(workspaceId, query).then((v) => (v ? vectorCandidates(db, chatId, v) : [])),
       ]);
-      return fuse([lexical, vector], limit);
+      if (!reranker) return fuse([lexical, vector], limit);
+      const pool = Math.max(limit, Math.min(limit * 3, RERANK_POOL));
+      return (await rerank(query, fuse([lexical, vector], pool))).slice(0, limit);
     },
   };
 }

@@ -65,7 +65,11 @@ export const messageOut = z.object({
       document_id: z.string(),
       document_name: z.string(),
       chunk_id: z.string(),
-      score: z.number(),
+      score: z.number().describe('Reciprocal-rank-fusion score of full-text and vector search.'),
+      rerank_score: z
+        .number()
+        .optional()
+        .describe("The reranker's relevance score when RERANK_MODEL is set and it answered; sources are then in its order. Absent otherwise."),
       page: z
         .number()
         .int()
