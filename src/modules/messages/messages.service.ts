@@ -19,7 +19,7 @@ import { chatErrors } from '../chats/index.js';
 import { findChatById } from '../chats/index.js';
 import { assertWritable } from '../workspaces/index.js';
 import type { MessageAttachment } from './messages.table.js';
-import { buildCallSettings } from '../models/index.js';
+import { buildCallSettings, tokenCost } from '../models/index.js';
 import type { ModelCatalog } from '../models/index.js';
 import type { ModelRegistry } from '../models/index.js';
 import { receiveParts } from './attachments.js';
@@ -88,9 +88,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     if (!model) throw chatErrors.unknownModel(access.chat.aiModel);
     const languageModel = modelRegistry.languageModel(model.id);
     const call = buildCallSettings(model, { temperature: access.chat.temperature, model_parameters: access.chat.modelParameters });
-    const estimate =
-      (estimateTokens(estimateText) * model.input_price_per_million + call.settings.maxOutputTokens * model.output_price_per_million) /
-      1_000_000;
+    const estimate = tokenCost(model, estimateTokens(estimateText), call.settings.maxOutputTokens);
     const reservation = await credit.admit({ workspace: access.workspace.workspace, model, estimate });
     return { model, languageModel, call, reservation };
   }
@@ -101,6 +99,14 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     return message;
   }
 
+  const turnOf = (access: ChatAccess, userId: number, admitted: Admitted, userMessage: repo.MessageRow, streamId: string | undefined): PreparedTurn => ({
+    access,
+    userId,
+    ...admitted,
+    userMessage,
+    streamId: streamId ?? randomUUID(),
+  });
+
   /** Stores (or reads) the user message of an admitted turn; the held credit goes back if that fails. */
   async function prepareTurn(
     access: ChatAccess,
@@ -110,12 +116,13 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     streamId: string | undefined,
   ): Promise<PreparedTurn> {
     try {
-      return { access, userId, ...admitted, userMessage: await userMessage(), streamId: streamId ?? randomUUID() };
+      return turnOf(access, userId, admitted, await userMessage(), streamId);
     } catch (error) {
       await credit.release(admitted.reservation);
       throw error;
     }
   }
+
 
   /** A new user message under the newest reply. */
   const insertUserMessage = (chatId: string, userId: number, content: string, attachments: MessageAttachment[]) => () =>
@@ -147,8 +154,9 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       if (!parsed.success) throw new ValidationError('Invalid input in body.', fieldErrorsOf(parsed.error.issues));
       const body = parsed.data;
       if (!body.content.trim() && attachments.length === 0) throw messageErrors.emptyMessage();
-      return await prepareTurn(access, userId, admitted, insertUserMessage(chatId, userId, body.content, attachments), body.stream_id);
+      return turnOf(access, userId, admitted, await insertUserMessage(chatId, userId, body.content, attachments)(), body.stream_id);
     } catch (error) {
+      // Whatever failed after the gate: the files go and the held credit goes back (once).
       await Promise.allSettled(attachments.map((a) => storage.delete(a.storage_key)));
       await credit.release(admitted.reservation);
       throw error;
