@@ -25,6 +25,9 @@ export function plainResponse<T extends z.ZodType>(schema: T): T {
 
 type JsonSchema = { [key: string]: unknown };
 
+const mapValues = (object: JsonSchema, map: (value: unknown) => unknown): JsonSchema =>
+  Object.fromEntries(Object.entries(object).map(([key, value]) => [key, map(value)]));
+
 /**
  * `anyOf: [X, {type: 'null'}]` (zod's `.nullable()`) as `type: [X's type, 'null']`, which
  * fast-json-stringify writes directly instead of testing each branch against the value.
@@ -36,7 +39,8 @@ function simplify(node: unknown): unknown {
   for (const [key, value] of Object.entries(node as JsonSchema)) {
     // Documentation only; fast-json-stringify does not need it.
     if (key === 'examples' || key === 'description' || key === '$schema') continue;
-    out[key] = simplify(value);
+    // Property names are data, not keywords: a field called `description` stays.
+    out[key] = key === 'properties' || key === 'patternProperties' ? mapValues(value as JsonSchema, simplify) : simplify(value);
   }
   const anyOf = out.anyOf as JsonSchema[] | undefined;
   if (anyOf?.length === 2 && anyOf.some((s) => s.type === 'null' && Object.keys(s).length === 1)) {

@@ -8,6 +8,13 @@ import type { UsageKind } from '../billing.table.js';
  * one statement: the hot path (reserve, settle, release) holds no lock across round trips.
  */
 
+/**
+ * The per-workspace advisory lock of the totals (the ledger trigger takes it too). Every statement
+ * that changes totals of more than one period, or opens one, takes it before any balance row, so
+ * no two of them wait on each other's rows (two settles across a period change would deadlock).
+ */
+const workspaceLock = (workspaceId: string) => sql`pg_advisory_xact_lock(hashtextextended(${workspaceId}::uuid::text, 0))`;
+
 /** The workspace's running totals for the period starting at `periodStart`; undefined until opened. */
 export async function findBalance(db: DbOrTx, workspaceId: string, periodStart: Date) {
   const [row] = await queryRows<{ used_usd: string; reserved_usd: string }>(
@@ -23,7 +30,7 @@ export async function findBalance(db: DbOrTx, workspaceId: string, periodStart: 
  * either in the sum or added by the trigger, never lost. Must run inside a transaction.
  */
 export async function openBalance(tx: DbOrTx, workspaceId: string, periodStart: Date): Promise<void> {
-  await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${workspaceId}::text, 0))`);
+  await tx.execute(sql`SELECT ${workspaceLock(workspaceId)}`);
   await tx.execute(sql`
     INSERT INTO credit_balances (workspace_id, period_start, used_usd)
     SELECT ${workspaceId}, ${periodStart}, coalesce(sum(cost_usd), 0)
@@ -59,8 +66,8 @@ export async function reserve(db: DbOrTx, workspaceId: string, periodStart: Date
 export async function closeExpiredReservations(db: DbOrTx, workspaceId: string): Promise<number> {
   const rows = await queryRows<{ n: string }>(
     db,
-    sql`WITH expired AS (
-      UPDATE credit_reservations SET closed_at = now()
+    sql`WITH locked AS MATERIALIZED (SELECT ${workspaceLock(workspaceId)}), expired AS (
+      UPDATE credit_reservations SET closed_at = now() FROM locked
       WHERE workspace_id = ${workspaceId} AND closed_at IS NULL AND expires_at <= now()
       RETURNING period_start, amount_usd
     ), totals AS (
@@ -91,7 +98,7 @@ export interface UsageRecord {
  * nothing) and, given a usage record, charges it to the ledger once per reference id (the
  * trigger adds it to the totals). One statement. Returns whether the usage was charged.
  */
-export async function closeReservation(db: DbOrTx, reservationId: string, usage?: UsageRecord): Promise<boolean> {
+export async function closeReservation(db: DbOrTx, workspaceId: string, reservationId: string, usage?: UsageRecord): Promise<boolean> {
   const charge = usage
     ? sql`, charged AS (
         INSERT INTO credit_usage (workspace_id, user_id, kind, model, input_tokens, output_tokens, seconds, cost_usd, reference_id)
@@ -104,8 +111,8 @@ export async function closeReservation(db: DbOrTx, reservationId: string, usage?
     : sql` SELECT 0 AS charged`;
   const [row] = await queryRows<{ charged: string | number }>(
     db,
-    sql`WITH closed AS (
-      UPDATE credit_reservations SET closed_at = now()
+    sql`WITH locked AS MATERIALIZED (SELECT ${workspaceLock(workspaceId)}), closed AS (
+      UPDATE credit_reservations SET closed_at = now() FROM locked
       WHERE id = ${reservationId} AND closed_at IS NULL
       RETURNING workspace_id, period_start, amount_usd
     ), released AS (

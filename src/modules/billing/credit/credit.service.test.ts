@@ -118,6 +118,30 @@ describe('running totals (credit_balances)', () => {
     expect(await balances(ws.id)).toEqual([{ used: FREE_CREDIT - 0.05, reserved: 0.05 }]);
   });
 
+  it('settles of two periods at once (calls in flight across a plan change) neither deadlock nor lose a charge', async () => {
+    const { ws, owner } = await freeWorkspace();
+    const held = async () => Promise.all(Array.from({ length: 10 }, () => credit().reserve(ws.id, 0.001)));
+    const freePeriod = await held();
+    const now = new Date();
+    await subscribe(t, ws.id, 'pro', { payer: owner, anchor: new Date(Date.UTC(now.getUTCFullYear() - 1, now.getUTCMonth(), 1)) });
+    const paidPeriod = await held();
+    const charged = await Promise.all(
+      [...freePeriod, ...paidPeriod].map((reservation, i) =>
+        credit().settle(reservation, { kind: 'chat', model: 'x-unpriced', userId: owner.id, costUsd: 0.01, referenceId: `two-periods-${i}` }),
+      ),
+    );
+    expect(charged).toEqual(Array(20).fill(0.01));
+    // Every period's totals: the ledger since its start, nothing held.
+    const rows = await t.deps.database.db.select().from(creditBalances).where(eq(creditBalances.workspaceId, ws.id));
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      const ledger = await t.deps.database.db.select().from(creditUsage).where(eq(creditUsage.workspaceId, ws.id));
+      const since = ledger.filter((u) => u.createdAt >= row.periodStart).reduce((sum, u) => sum + u.costUsd, 0);
+      expect(row.usedUsd).toBeCloseTo(since, 8);
+      expect(row.reservedUsd).toBe(0);
+    }
+  });
+
   it('open a new period from the ledger since its start when the plan changes', async () => {
     const { ws, owner, workspace } = await freeWorkspace();
     await credit().release(await credit().reserve(ws.id, 0.01));

@@ -232,7 +232,7 @@ export function createCreditService({ db, plans, catalog, log, metrics, billingC
     /** Records the real cost once (per reference id) and frees the reservation, in one statement. Returns the cost charged. */
     async settle(reservation: Reservation, usage: ActualUsage): Promise<number> {
       const costUsd = costOf(usage);
-      const charged = await repo.closeReservation(db, reservation.id, {
+      const charged = await repo.closeReservation(db, reservation.workspaceId, reservation.id, {
         workspaceId: reservation.workspaceId,
         userId: usage.userId ?? null,
         kind: usage.kind,
@@ -248,7 +248,7 @@ export function createCreditService({ db, plans, catalog, log, metrics, billingC
 
     /** Frees a reservation without charging (the call failed before using anything). */
     async release(reservation: Reservation): Promise<void> {
-      await repo.closeReservation(db, reservation.id);
+      await repo.closeReservation(db, reservation.workspaceId, reservation.id);
     },
   };
 }
