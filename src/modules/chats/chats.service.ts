@@ -182,7 +182,8 @@ export function createChatsService({ db, catalog, credit, messagesOfChat, listCa
     /** Marks a chat active now (a new reply brings it to the top of everyone's list). */
     async touch(chat: { id: string; workspaceId: string }): Promise<void> {
       await repo.touchChat(db, chat.id);
-      await changed(chat.workspaceId);
+      // This process's lists drop at once; the reply does not wait for the publish to other processes.
+      void changed(chat.workspaceId);
     },
 
     async listShares(userId: number, workspaceId: string, chatId: string, page: PageQuery): Promise<PageResult<ShareOut>> {

@@ -20,7 +20,7 @@ export interface Reservation {
   id: string;
   workspaceId: string;
   amountUsd: number;
-  /** The plan read under the lock when the call was admitted: later checks of the call use it, not a second read. */
+  /** The plan the gate read when the call was admitted: later checks of the call use it, not a second read. */
   plan: Plan;
 }
 

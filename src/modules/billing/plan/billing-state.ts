@@ -1,6 +1,5 @@
 import type { DbOrTx } from '../../../db/client.js';
 import type { PlanModelRules } from '../../models/index.js';
-import { findWorkspace } from '../../workspaces/index.js';
 import * as repo from '../billing.repo.js';
 import { type Plan, type PlanKey, planIncludesModel, planKeys, type Plans } from './plans.js';
 
@@ -125,12 +124,6 @@ function subscriptionState(
   const anchor = subscription.billingCycleAnchor ?? subscription.currentPeriodStart ?? subscription.createdAt;
   const month = creditMonth(anchor, now);
   return { plan, subscription, interval, periodStart: month.start, renewsAt: month.end, billingContactId };
-}
-
-/** Billing state by workspace id; undefined when the workspace does not exist. */
-export async function resolveWorkspaceBillingState(db: DbOrTx, plans: Plans, workspaceId: string, now = new Date()) {
-  const workspace = await findWorkspace(db, workspaceId);
-  return workspace ? resolveBillingState(db, plans, workspace, now) : undefined;
 }
 
 /** The models listing's view of a workspace's plan (models receives it through src/deps.ts). */
