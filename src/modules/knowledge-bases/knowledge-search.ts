@@ -27,13 +27,14 @@ interface Candidate {
   page: number | null;
 }
 
-/** Chunks of ready documents in the knowledge bases attached to a chat. */
-const chatChunks = (chatId: string) => sql`
-  c.document_id IN (
+/** The documents in the knowledge bases attached to a chat (the one scope rule of both searches). */
+const chatDocumentIds = (chatId: string) => sql`
     SELECT kd.document_id FROM knowledge_base_documents kd
     JOIN chat_knowledge_bases ck ON ck.knowledge_base_id = kd.knowledge_base_id
-    WHERE ck.session_id = ${chatId}
-  ) AND d.processing_status = 'ready'`;
+    WHERE ck.session_id = ${chatId}`;
+
+/** Chunks of ready documents in the knowledge bases attached to a chat. */
+const chatChunks = (chatId: string) => sql`c.document_id IN (${chatDocumentIds(chatId)}) AND d.processing_status = 'ready'`;
 
 /** Rows each tier of the lexical search reads before ranking (see lexicalCandidates). */
 export const LEXICAL_POOL = 100;
@@ -145,21 +146,20 @@ export async function lexicalStatement(db: DbOrTx, chatId: string, query: string
     sql`SELECT array_agg(d.id)::text AS ids, (${loose})::text AS loose, (${strict})::text AS strict
         FROM documents d
         WHERE d.processing_status = 'ready' AND d.search_config IN ${[...KNOWN_CONFIGS]}
-          AND d.id IN (
-            SELECT kd.document_id FROM knowledge_base_documents kd
-            JOIN chat_knowledge_bases ck ON ck.knowledge_base_id = kd.knowledge_base_id
-            WHERE ck.session_id = ${chatId})
+          AND d.id IN (${chatDocumentIds(chatId)})
         GROUP BY d.search_config`,
   );
   const branches = scopes
     .filter((s) => s.loose !== '')
     .map(
-      (s) => sql`(SELECT c.id, ts_rank_cd(c.tsv, ${s.loose}::tsquery) AS rank
-        FROM (
-          (SELECT c.id FROM document_chunks c WHERE c.document_id = ANY(${s.ids}::uuid[]) AND c.tsv @@ ${s.strict}::tsquery LIMIT ${LEXICAL_POOL})
-          UNION
-          (SELECT c.id FROM document_chunks c WHERE c.document_id = ANY(${s.ids}::uuid[]) AND c.tsv @@ ${s.loose}::tsquery LIMIT ${LEXICAL_POOL})
-        ) pool JOIN document_chunks c ON c.id = pool.id)`,
+      (s) => {
+        const pool = (tsquery: string) =>
+          sql`(SELECT c.id FROM document_chunks c WHERE c.document_id = ANY(${s.ids}::uuid[]) AND c.tsv @@ ${tsquery}::tsquery LIMIT ${LEXICAL_POOL})`;
+        // One term: "all of them" is "any of them", one pool read.
+        const pools = s.strict === s.loose ? pool(s.loose) : sql`${pool(s.strict)} UNION ${pool(s.loose)}`;
+        return sql`(SELECT c.id, ts_rank_cd(c.tsv, ${s.loose}::tsquery) AS rank
+        FROM (${pools}) pool JOIN document_chunks c ON c.id = pool.id)`;
+      },
     );
   if (branches.length === 0) return null;
   return sql`SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, ranked.rank
