@@ -62,6 +62,13 @@ describe('plainResponse serialisation (fast-json-stringify)', () => {
     });
   });
 
+  it('keeps fields whose names are schema keywords (description, examples)', async () => {
+    const schema = plainResponse(z.object({ description: z.string().describe('What it is.'), examples: z.array(z.string()) }));
+    const { status, body } = await serve(schema, { description: 'A handbook', examples: ['one'], extra: 1 });
+    expect(status).toBe(200);
+    expect(JSON.parse(body)).toEqual({ description: 'A handbook', examples: ['one'] });
+  });
+
   it('writes the same JSON value as the zod serializer for a well-formed body', async () => {
     const body = { count: 1, next: null, previous: null, results: [chat] };
     const fast = await serve(page, body);
