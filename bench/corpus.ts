@@ -1,6 +1,7 @@
 /**
- * Deterministic generated text and documents for bench/knowledge.ts: a seeded PRNG, English-like
- * prose drawn from a word list with Zipf frequencies, and a minimal PDF builder.
+ * Deterministic generated text for bench/knowledge.ts: a seeded PRNG and English-like prose drawn
+ * from a word list with Zipf frequencies (the files of every format are built from it by the test
+ * builders: bench/knowledge-ingestion.ts).
  */
 
 /** mulberry32: small, fast, deterministic. */
@@ -137,35 +138,4 @@ export function wrap(text: string, width: number): string[] {
     lines.push('');
   }
   return lines;
-}
-
-/** A minimal PDF (standard Helvetica, one text object per line, exact xref), one page per entry. */
-export function buildPdf(pages: string[][]): Buffer {
-  const objects = [
-    '<< /Type /Catalog /Pages 2 0 R >>',
-    `<< /Type /Pages /Kids [${pages.map((_, i) => `${4 + i * 2} 0 R`).join(' ')}] /Count ${pages.length} >>`,
-    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>',
-  ];
-  pages.forEach((lines, i) => {
-    const escape = (s: string) => s.replace(/[\\()]/g, (c) => `\\${c}`);
-    const stream = lines
-      .map((line, j) => (line ? `BT /F1 9 Tf 40 ${770 - j * 11} Td (${escape(line)}) Tj ET` : ''))
-      .filter(Boolean)
-      .join('\n');
-    objects.push(
-      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${5 + i * 2} 0 R >>`,
-      `<< /Length ${Buffer.byteLength(stream, 'latin1')} >>\nstream\n${stream}\nendstream`,
-    );
-  });
-  let out = '%PDF-1.4\n';
-  const offsets: number[] = [];
-  objects.forEach((body, i) => {
-    offsets.push(Buffer.byteLength(out, 'latin1'));
-    out += `${i + 1} 0 obj\n${body}\nendobj\n`;
-  });
-  const xref = Buffer.byteLength(out, 'latin1');
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
-  out += offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`).join('');
-  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
-  return Buffer.from(out, 'latin1');
 }

@@ -220,13 +220,15 @@ async function main(): Promise<void> {
     await app.listen({ host: '127.0.0.1', port: 0 });
     const address = app.server.address();
     if (!address || typeof address === 'string') throw new Error('server has no TCP address');
+    const cpuAtStart = process.cpuUsage();
     channel.send({ type: 'start', appUrl: `http://127.0.0.1:${address.port}`, options });
 
-    let ttfd: { samples: TtfdSample[]; load: string } | undefined;
+    let ttfd: { samples: TtfdSample[]; load: string; cpuMsPerSend: number } | undefined;
     if (!options.skipTtfd) {
       const { samples } = await channel.next('ttfd', 15 * 60_000);
-      ttfd = { samples, load: loadAverage() };
-      process.stdout.write(`\n${ttfdTable(samples).join('\n')}\n\n`);
+      const cpu = process.cpuUsage(cpuAtStart);
+      ttfd = { samples, load: loadAverage(), cpuMsPerSend: (cpu.user + cpu.system) / 1000 / (options.sends + options.warmup) };
+      process.stdout.write(`\n${ttfdTable(samples).join('\n')}\n\n- app CPU (user + system) per send, set-up included: ${fmt(ttfd.cpuMsPerSend, 2)} ms\n\n`);
     }
 
     let mem:
@@ -240,6 +242,7 @@ async function main(): Promise<void> {
           finished: FinishedReport;
           loadAtOpen: string;
           loopDelay: { p50: number; p99: number; max: number };
+          rampCpuMs: number;
           overflows?: number;
         }
       | undefined;
@@ -256,8 +259,11 @@ async function main(): Promise<void> {
       const overflowsBefore = listenOverflows();
       try {
         loop.enable();
+        const cpuAtOpen = process.cpuUsage();
         channel.send({ type: 'open' });
         const { report: opened } = await channel.next('opened', 30 * 60_000);
+        const rampCpu = process.cpuUsage(cpuAtOpen);
+        const rampCpuMs = (rampCpu.user + rampCpu.system) / 1000;
         loop.disable();
         const overflowsAfter = listenOverflows();
         const loopDelay = { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 };
@@ -269,7 +275,7 @@ async function main(): Promise<void> {
         clearInterval(sampler);
         const after = await memory(true);
         const overflows = overflowsBefore !== undefined && overflowsAfter !== undefined ? overflowsAfter - overflowsBefore : undefined;
-        mem = { baseline, openRaw, openGc, peak, after, opened, finished, loadAtOpen, loopDelay, overflows };
+        mem = { baseline, openRaw, openGc, peak, after, opened, finished, loadAtOpen, loopDelay, rampCpuMs, overflows };
       } finally {
         clearInterval(sampler);
       }
@@ -300,10 +306,12 @@ async function main(): Promise<void> {
         `**(a) time to first delta** (${ttfd.samples.length} pairs; load average ${ttfd.load} after the phase)`,
         '',
         ...ttfdTable(ttfd.samples),
+        '',
+        `- app CPU (user + system) per send, set-up included: ${fmt(ttfd.cpuMsPerSend, 2)} ms`,
       );
     }
     if (mem) {
-      const { baseline, openRaw, openGc, peak, after, opened, finished, loopDelay, overflows } = mem;
+      const { baseline, openRaw, openGc, peak, after, opened, finished, loopDelay, rampCpuMs, overflows } = mem;
       const perStream: MemorySample = {
         rss: (openGc.rss - baseline.rss) / options.streams,
         heapUsed: (openGc.heapUsed - baseline.heapUsed) / options.streams,
@@ -334,7 +342,8 @@ async function main(): Promise<void> {
           `of the burst, the fake's own first chunk comes after ${options.chunkDelayMs} ms); streams already finished at that moment: ` +
           `${opened.finishedBeforeAllOpen}; failed before a first delta: ${opened.failed}${opened.timedOut ? '; TIMED OUT waiting' : ''}`,
         `- app event loop during the ramp: delay p50 ${fmt(loopDelay.p50, 0)} ms, p99 ${fmt(loopDelay.p99, 0)} ms, max ${fmt(loopDelay.max, 0)} ms` +
-          (overflows !== undefined ? `; listen-queue overflows (kernel ListenOverflows, system-wide) during the ramp: ${fmt(overflows)}` : ''),
+          (overflows !== undefined ? `; listen-queue overflows (kernel ListenOverflows, system-wide) during the ramp: ${fmt(overflows)}` : '') +
+          `; app CPU (user + system) during the ramp ${fmt(rampCpuMs / 1000, 1)} s, ${fmt(rampCpuMs / options.streams, 2)} ms per stream`,
         `- end: ${finished.done} of ${options.streams} ended with \`event: done\`, ${finished.errorEvents} with \`event: error\`; ` +
           `HTTP statuses ${statuses}; ${finished.deltasPerStream.min}–${finished.deltasPerStream.max} deltas per stream; ` +
           `stream duration p50 ${fmt(percentile(streamMs, 50) / 1000, 1)} s, max ${fmt((streamMs.at(-1) ?? 0) / 1000, 1)} s`,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from './config/env.js';
-import type { Database } from './db/client.js';
+import type { Database, DbOrTx } from './db/client.js';
 import { openServiceDatabase } from './db/open.js';
 import { createInfrastructure, type Infrastructure } from './infrastructure.js';
 import type { Mailer } from './platform/mail/port.js';
@@ -9,7 +9,7 @@ import type { PubSub } from './platform/pubsub/port.js';
 import type { EventBuffer } from './platform/event-buffer/port.js';
 import { createJobSystem, type JobSystem } from './platform/queue/job-system.js';
 import type { JobsFor } from './platform/queue/jobs.js';
-import type { JobQueue } from './platform/queue/port.js';
+import type { JobQueue, RecordOptions } from './platform/queue/port.js';
 import { reportingRefusals } from './platform/ratelimit/rates.js';
 import type { RateLimiter } from './platform/ratelimit/port.js';
 import type { ObjectStorage } from './platform/storage/port.js';
@@ -25,6 +25,7 @@ import type { KnowledgeSearch } from './modules/agents/knowledge-port.js';
 import { createDocumentsService } from './modules/documents/documents.service.js';
 import { ingestDocumentJob } from './modules/ingestion/ingestion.jobs.js';
 import { createIngestionService } from './modules/ingestion/ingestion.service.js';
+import { createEmbeddingsService, embeddingsBackfillJob } from './modules/embeddings/index.js';
 import { createKnowledgeBasesService } from './modules/knowledge-bases/knowledge-bases.service.js';
 import { createKnowledgeSearch } from './modules/knowledge-bases/knowledge-search.js';
 import { createReranker } from './modules/knowledge-bases/reranker.js';
@@ -117,6 +118,7 @@ function jobDefinitions(config: Config, deps: () => Deps) {
   return [
     agentReplyJob(() => deps().services.messages, { backoffMs: config.AGENT_TASK_RETRY_BACKOFF_MS }),
     ingestDocumentJob(() => deps().services.ingestion, { backoffMs: config.INGESTION_RETRY_BACKOFF_MS }),
+    embeddingsBackfillJob(() => deps().services.embeddings),
   ] as const;
 }
 
@@ -135,6 +137,8 @@ function createServices(
   > & {
     jobs: ServiceJobs;
     metrics: ServiceMetrics;
+    /** Queues an embedding generation's backfill (its payload type differs from ServiceJobs' task ids). */
+    enqueueBackfill: (generation: number, jobId?: string) => Promise<void>;
   },
   overrides: DepsOverrides = {},
 ) {
@@ -161,12 +165,11 @@ function createServices(
     listCache: accessCache.region('chat-lists'),
     invalidate,
   });
+  const embeddings = createEmbeddingsService({ db, config, credit, modelRegistry, enqueueBackfill: base.enqueueBackfill, log: log.child({ module: 'embeddings' }), metrics });
   const knowledge =
     overrides.knowledge ?? createKnowledgeSearch({
       db,
-      config,
-      credit,
-      modelRegistry,
+      embeddings,
       log: log.child({ module: 'knowledge' }),
       metrics,
       reranker: createReranker(config),
@@ -217,14 +220,14 @@ function createServices(
     knowledgeBases: createKnowledgeBasesService({ db }),
     /** The `search_knowledge_base` backend the messages service uses. */
     knowledge,
+    embeddings,
     ingestion: createIngestionService({
       db,
       config,
       plans,
-      credit,
       storage,
       fetcher,
-      modelRegistry,
+      embeddings,
       log: log.child({ module: 'ingestion' }),
       metrics,
     }),
@@ -353,7 +356,22 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
   const deps: Deps = {
     ...base,
     metrics,
-    services: createServices({ ...base, metrics: metrics.recorder }, overrides),
+    services: createServices(
+      {
+        ...base,
+        // The services' view of the job list: the task jobs they record in their transactions.
+        jobs: {
+          record: (tx: DbOrTx, name: 'documents.ingest' | 'chat.agent-reply', payload: { taskId: string }, options?: RecordOptions) =>
+            jobs.record(tx, name, payload, options),
+          dispatch: (recorded) => jobs.dispatch(recorded),
+        } satisfies ServiceJobs,
+        metrics: metrics.recorder,
+        enqueueBackfill: async (generation, jobId) => {
+          await jobs.enqueue('embeddings.backfill', { generation }, jobId ? { id: jobId } : {});
+        },
+      },
+      overrides,
+    ),
     async close() {
       // The queue first: running jobs finish while the database, storage and mail they use are open.
       const owned = (name: keyof Infrastructure) => !overrides[name];

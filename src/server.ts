@@ -36,6 +36,9 @@ if (config.runWorkerInProcess) {
 } else {
   await deps.jobs.watchWorkers();
 }
+// Embedding generations in line with EMBEDDING_MODEL (a changed model starts the background
+// re-embedding); not awaited: /healthz answers meanwhile, and a failure is retried on first use.
+deps.services.embeddings.ready().catch((error: unknown) => log.error({ err: error }, 'embedding generations could not be reconciled'));
 log.info(
   {
     database: deps.database.kind,

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { type Database, openDatabase } from './client.js';
+import { type Database, openDatabase, queryRows, queryRowsPrepared } from './client.js';
 import { rootMessage } from './errors.js';
 
 const url = process.env.TEST_DATABASE_URL;
@@ -34,6 +34,25 @@ describe.skipIf(!url)('the PostgreSQL pool', () => {
       );
       expect(rootMessage(error)).toBe('timeout exceeded when trying to connect');
       await slow;
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('queryRowsPrepared', () => {
+  it('answers as queryRows, through a named statement prepared once per connection on PostgreSQL', async () => {
+    const database = await openDatabase(url ? { url, poolSize: 1 } : {});
+    try {
+      const query = (n: number) => sql`select ${n}::int + 1 as next, current_setting('application_name') as app`;
+      for (const n of [1, 2, 3]) {
+        expect(await queryRowsPrepared(database.db, query(n))).toEqual(await queryRows(database.db, query(n)));
+      }
+      if (url) {
+        const prepared = await queryRows<{ name: string; statement: string }>(database.db, sql`select name, statement from pg_prepared_statements`);
+        expect(prepared).toEqual([expect.objectContaining({ name: expect.stringMatching(/^q_[0-9a-f]{24}$/) })]);
+        expect(prepared[0]!.statement).toContain('+ 1 as next');
+      }
     } finally {
       await database.close();
     }

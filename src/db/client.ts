@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -67,6 +68,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
  * are dropped from the pool (pg-pool removes a client that errors, idle or busy) and the next
  * query opens a new connection, so the service recovers by itself once the server is back.
  */
+/**
+ * pgvector's search settings for every connection (knowledge-search.ts vectorCandidates):
+ * iterative index scans keep scanning until enough rows pass a filter (a chat's documents),
+ * in relaxed order (the search re-sorts), and a candidate list of 100 per scan step, which gives
+ * recall@10 ≥ 0.95 against an exact scan at 100,000 and 300,000 chunks (bench/RESULTS.md).
+ */
+export const VECTOR_SEARCH_SETTINGS = { 'hnsw.ef_search': '100', 'hnsw.iterative_scan': 'relaxed_order' } as const;
+
 function openPostgres(
   { pg, drizzlePg }: { pg: typeof PgDriver; drizzlePg: typeof drizzlePgType },
   url: string,
@@ -82,6 +91,10 @@ function openPostgres(
   const pool = new pg.Pool({
     Client: TimedClient,
     connectionString: url,
+    // Set at connection start: no round trip (a connection string's own `options` takes precedence).
+    options: Object.entries(VECTOR_SEARCH_SETTINGS)
+      .map(([name, value]) => `-c ${name}=${value}`)
+      .join(' '),
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: Math.max(options.poolWaitMs ?? 10_000, connectTimeoutMs),
     query_timeout: options.queryTimeoutMs ?? 30_000,
@@ -101,6 +114,7 @@ function openPostgres(
     return client;
   }) as typeof pool.connect;
   const db = drizzlePg(pool) as unknown as Db;
+  onPostgres.add(db);
   const max = options.poolSize ?? 10;
   return {
     db,
@@ -116,6 +130,11 @@ function openPostgres(
 export async function openPglite(dir: string, loadDataDir?: Blob): Promise<Database & { client: PGlite }> {
   if (!dir.startsWith('memory://')) mkdirSync(path.resolve(dir), { recursive: true });
   const client = await PGlite.create({ dataDir: dir, extensions: { vector }, loadDataDir });
+  await client.exec(
+    Object.entries(VECTOR_SEARCH_SETTINGS)
+      .map(([name, value]) => `SET ${name} = ${value};`)
+      .join(' '),
+  );
   // One connection, queries run one at a time: in use while any runs, the rest wait.
   let inFlight = 0;
   const counted =
@@ -175,7 +194,40 @@ function traceQueries<T extends { query: (...args: never[]) => unknown }>(target
 }
 
 /** Runs raw SQL and returns its rows (node-postgres and PGlite both answer `{ rows }`). */
+/**
+ * A PostgreSQL array literal of text values, to pass as ONE parameter and cast (`::uuid[]`,
+ * `::text[]`): drizzle spreads a JS array into one parameter per element.
+ */
+export const textArrayLiteral = (values: readonly string[]): string =>
+  `{${values.map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
+
 export async function queryRows<T>(db: DbOrTx, query: SQL): Promise<T[]> {
   const result = (await db.execute(query)) as unknown as { rows: T[] };
+  return result.rows;
+}
+
+/** The node-postgres databases (their `$client` is a pg pool): queryRowsPrepared names their statements. */
+const onPostgres = new WeakSet<object>();
+/** Statement names by text; bounded, so a caller building varying texts cannot grow it (or the server's) for ever. */
+const statementNames = new Map<string, string>();
+const MAX_NAMED_STATEMENTS = 64;
+
+/**
+ * queryRows for a hot statement whose text never varies (only its parameters): on PostgreSQL a
+ * named prepared statement, parsed once per connection and then planned from the server's plan
+ * cache, instead of parsed and planned on every call. Elsewhere (PGlite, a transaction) it is
+ * queryRows. One round trip either way.
+ */
+export async function queryRowsPrepared<T>(db: DbOrTx, query: SQL): Promise<T[]> {
+  if (!onPostgres.has(db)) return queryRows<T>(db, query);
+  const { sql: text, params } = (db as unknown as { dialect: { sqlToQuery(query: SQL): { sql: string; params: unknown[] } } }).dialect.sqlToQuery(query);
+  let name = statementNames.get(text);
+  if (!name && statementNames.size < MAX_NAMED_STATEMENTS) {
+    name = `q_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  if (!name) return queryRows<T>(db, query);
+  const pool = (db as unknown as { $client: pg.Pool }).$client;
+  const result = await pool.query<T & pg.QueryResultRow>({ name, text, values: params });
   return result.rows;
 }

@@ -138,6 +138,7 @@ export function useTestApp(env: Record<string, string> = {}, overrides: TestOver
     await truncateAll(holder.database);
     // Ids start again after the truncation: nothing cached may survive into the next test.
     holder.deps.accessCache.clear();
+    holder.deps.services.embeddings.forget();
   });
   afterAll(async () => {
     await holder.close?.();

@@ -51,6 +51,13 @@ export async function truncateAll(database: Database): Promise<void> {
     tableList = rows.map((r) => `"${r.tablename}"`).join(', ');
   }
   if (tableList) await database.db.execute(sql.raw(`TRUNCATE ${tableList} RESTART IDENTITY CASCADE`));
+  // Each embedding generation's HNSW index is made at run time, partial on its id; ids restart,
+  // so an index left behind would cover the next generation 1 at the old one's size.
+  const generationIndexes = await queryRows<{ indexname: string }>(
+    database.db,
+    sql`SELECT indexname FROM pg_indexes WHERE schemaname = 'public' AND indexname LIKE 'chunk_embeddings_hnsw_%'`,
+  );
+  for (const { indexname } of generationIndexes) await database.db.execute(sql.raw(`DROP INDEX IF EXISTS "${indexname}"`));
 }
 
 /**

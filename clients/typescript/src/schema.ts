@@ -2393,6 +2393,7 @@ export interface components {
          *       "source_kind": "upload",
          *       "source_url": null,
          *       "processing_status": "ready",
+         *       "language": "eng",
          *       "uploaded_by": 42,
          *       "knowledge_base_ids": [
          *         "0198f310-8d9e-7f0a-9b1c-2d3e4f5a6b7c"
@@ -2414,6 +2415,8 @@ export interface components {
             source_url: string | null;
             /** @enum {string} */
             processing_status: "pending" | "processing" | "ready" | "failed";
+            /** @description The language detected in the text when it was processed, as an ISO 639-3 code (`eng`, `deu`, `cmn`, …); it chooses how the text is searched (stemming, word splitting). Null until processed and when it could not be told (very short text). */
+            language: string | null;
             uploaded_by: number | null;
             knowledge_base_ids: string[];
             /** Format: date-time */
@@ -2475,6 +2478,7 @@ export interface components {
          *         "source_kind": "upload",
          *         "source_url": null,
          *         "processing_status": "pending",
+         *         "language": null,
          *         "uploaded_by": 42,
          *         "knowledge_base_ids": [
          *           "0198f310-8d9e-7f0a-9b1c-2d3e4f5a6b7c"
@@ -3169,6 +3173,7 @@ export interface components {
          *           "source_kind": "upload",
          *           "source_url": null,
          *           "processing_status": "ready",
+         *           "language": "eng",
          *           "uploaded_by": 42,
          *           "knowledge_base_ids": [
          *             "0198f310-8d9e-7f0a-9b1c-2d3e4f5a6b7c"
@@ -12754,6 +12759,7 @@ export interface operations {
                      *         "source_kind": "web_url",
                      *         "source_url": "https://www.example.org/help/refunds",
                      *         "processing_status": "pending",
+                     *         "language": null,
                      *         "uploaded_by": 42,
                      *         "knowledge_base_ids": [],
                      *         "created_at": "2025-03-14T09:40:00.000Z",

@@ -5,6 +5,7 @@ import type { BuiltCallSettings } from '../models/index.js';
 import type { ChatLanguageModel } from '../models/index.js';
 import type { KnowledgeHit, MessageSource } from './knowledge-port.js';
 import type { AgentFrameworkName } from './frameworks.names.js';
+import { type StreamedText, streamPlainText, supportsPlainStream } from './model-stream.js';
 
 export type AgentEvent =
   | { type: 'delta'; text: string }
@@ -89,6 +90,7 @@ function knowledgeTools(search: (query: string) => Promise<KnowledgeHit[]>, sour
           chunk_id: hit.chunk_id,
           document: hit.document_name,
           page: hit.page ?? null,
+          ...(hit.page != null ? { page_unit: hit.page_unit ?? 'page' } : {}),
           content: hit.content,
         }));
       },
@@ -100,7 +102,15 @@ function knowledgeTools(search: (query: string) => Promise<KnowledgeHit[]>, sour
  * Streams one model run and turns the AI SDK's parts into our events. Both frameworks share it;
  * they differ only in the tools offered and the number of steps allowed.
  */
-async function runStream(input: AgentInput, tools: ToolSet | undefined, maxSteps: number) {
+async function runStream(input: AgentInput, tools: ToolSet | undefined, maxSteps: number): Promise<StreamedText> {
+  // Without tools there is one model call and nothing for streamText's stages to do.
+  if (!tools && supportsPlainStream(input.model)) {
+    try {
+      return await streamPlainText({ ...input, onText: (text) => input.onEvent({ type: 'delta', text }) });
+    } catch (error) {
+      throw new ModelCallError(error);
+    }
+  }
   const result = streamText({
     model: input.model,
     system: input.system,
@@ -176,15 +186,6 @@ async function runStream(input: AgentInput, tools: ToolSet | undefined, maxSteps
   return { text, usage, stopped };
 }
 
-/** What a chunk's `page` counts, by the file's extension: sheets, slides and EPUB chapters reuse it. */
-function pageUnit(documentName: string): string {
-  const ext = /\.([a-z0-9]+)$/i.exec(documentName)?.[1]?.toLowerCase();
-  if (ext === 'xlsx' || ext === 'xlsm' || ext === 'ods') return 'sheet';
-  if (ext === 'pptx' || ext === 'pptm' || ext === 'odp') return 'slide';
-  if (ext === 'epub') return 'chapter';
-  return 'page';
-}
-
 /**
  * The system prompt of a `direct` run with retrieved chunks: the chat's own prompt first, then the
  * excerpts, numbered, each with its document (and page) so the model can cite them.
@@ -192,7 +193,8 @@ function pageUnit(documentName: string): string {
 export function withKnowledgeContext(system: string | undefined, hits: KnowledgeHit[]): string | undefined {
   if (!hits.length) return system;
   const excerpts = hits.map((hit, index) => {
-    const where = hit.page ? `${hit.document_name}, ${pageUnit(hit.document_name)} ${hit.page}` : hit.document_name;
+    // The unit comes from the format ingestion read (a sheet, slide or chapter reuses `page`).
+    const where = hit.page ? `${hit.document_name}, ${hit.page_unit ?? 'page'} ${hit.page}` : hit.document_name;
     return `[${index + 1}] (${where})\n${hit.content}`;
   });
   const context =

@@ -10,6 +10,8 @@ export interface KnowledgeHit {
   content: string;
   score: number;
   page?: number | null;
+  /** What `page` counts in its document's format (set at ingestion); absent or null: a page. */
+  page_unit?: 'page' | 'sheet' | 'slide' | 'chapter' | null;
   /** The reranker's relevance score (RERANK_MODEL set and it answered); hits are then in its order. */
   rerank_score?: number;
 }

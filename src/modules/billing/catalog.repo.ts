@@ -1,9 +1,9 @@
-import { and, asc, desc, eq, inArray, notInArray, sql } from 'drizzle-orm';
-import { type DbOrTx, queryRows } from '../../db/client.js';
+import { and, asc, desc, eq, type SQL, sql } from 'drizzle-orm';
+import { type DbOrTx, queryRowsPrepared } from '../../db/client.js';
 import { newId } from '../../db/columns.js';
-import type { ClaimParts } from './webhook/inbox.repo.js';
+import type { InboxParts } from './webhook/inbox.repo.js';
 import type { WebhookOutcome } from './webhook/webhook.schemas.js';
-import { features, prices, productFeatures, products } from './billing.table.js';
+import { prices, products } from './billing.table.js';
 
 /**
  * The mirrored payment catalog: products, their features and prices (written by webhook events,
@@ -40,100 +40,107 @@ export async function upsertProduct(tx: DbOrTx, values: ProductValues): Promise<
   return row;
 }
 
-/** Makes the product's features exactly `keys`, creating missing Feature records. */
-export async function syncProductFeatures(tx: DbOrTx, productId: string, keys: string[]): Promise<void> {
-  if (!keys.length) {
-    await tx.delete(productFeatures).where(eq(productFeatures.productId, productId));
-    return;
-  }
-  await tx
-    .insert(features)
-    .values(keys.map((key) => ({ key })))
-    .onConflictDoNothing({ target: features.key });
-  const rows = await tx.select({ id: features.id }).from(features).where(inArray(features.key, keys));
-  const ids = rows.map((r) => r.id);
-  await tx
-    .delete(productFeatures)
-    .where(and(eq(productFeatures.productId, productId), notInArray(productFeatures.featureId, ids)));
-  await tx
-    .insert(productFeatures)
-    .values(ids.map((featureId) => ({ productId, featureId })))
-    .onConflictDoNothing();
-}
-
-/** A catalog event's one statement: its claim, and the object's id unless stale (or not claimed). */
+/** What a catalog event's one statement decided and did (see subscriptions.repo `SubscriptionEventResult`). */
 export interface CatalogEventResult {
-  claimed: boolean;
+  decision: 'applied' | 'stale' | 'duplicate';
   previous: WebhookOutcome | null;
-  id: string | undefined;
+  recorded: boolean;
+  written: boolean;
 }
 
 /**
- * One statement: claims the event (`claim`) and, when claimed, does `upsertProduct` and
- * `syncProductFeatures`. `featuresSynced` is false when a feature key was created by a concurrent
- * transaction after the statement started (its row is not visible to it): the caller then runs
- * `syncProductFeatures`, whose statements see it.
+ * The shared frame of a catalog event's one statement: `snap` (the object's row in the snapshot,
+ * with its version), the decision (`duplicate`, `stale` when the row has seen a newer event,
+ * else `applied`), the caller's writes (`writes`: `WITH` entries, the upsert named `up`), and the
+ * inbox record. The upsert is a compare-and-set on the version read (`cas`), so a concurrent
+ * event of the same object that wrote first makes it write nothing (`applied`, `written` false):
+ * the caller runs the statement again.
  */
-export async function upsertProductForEvent(
-  tx: DbOrTx,
-  claim: ClaimParts,
-  values: ProductValues,
-  keys: string[],
-): Promise<CatalogEventResult & { featuresSynced: boolean }> {
+async function catalogEvent(db: DbOrTx, inbox: InboxParts, snap: SQL, lastEventAt: Date, writes: SQL): Promise<CatalogEventResult> {
+  const [row] = await queryRowsPrepared<CatalogEventResult & { previous: WebhookOutcome | null }>(
+    db,
+    sql`WITH snap AS (${snap}),
+      decision AS (
+        SELECT ${inbox.previous} AS previous,
+          CASE
+            WHEN coalesce(${inbox.previous} <> 'failed', false) THEN 'duplicate'
+            WHEN (SELECT last_event_at FROM snap) > ${lastEventAt.toISOString()}::timestamptz THEN 'stale'
+            ELSE 'applied'
+          END AS outcome
+      ),
+      ${writes},
+      ${inbox.record(sql`(SELECT outcome FROM decision)`, sql`(SELECT outcome FROM decision) = 'stale' OR EXISTS (SELECT 1 FROM up)`)}
+      SELECT outcome AS decision, previous, EXISTS (SELECT 1 FROM recorded) AS recorded, EXISTS (SELECT 1 FROM up) AS written
+      FROM decision`,
+  );
+  return row!;
+}
+
+/** Whether the decision is to apply, and the compare-and-set of the upsert on `table`'s row read in `snap`. */
+const applying = sql`EXISTS (SELECT 1 FROM decision WHERE outcome = 'applied')`;
+const cas = (table: string) => sql.raw(`${table}.xmin = (SELECT version FROM snap) AND ${table}.last_event_at <= excluded.last_event_at`);
+
+/**
+ * A product event in one statement: the decision, the product upserted, its features made exactly
+ * `keys` (missing Feature records created: one created by a concurrent statement is locked and
+ * returned by the insert's conflict clause, as the snapshot cannot see it), and the inbox record.
+ */
+export async function applyProductEvent(db: DbOrTx, inbox: InboxParts, values: ProductValues, keys: string[]): Promise<CatalogEventResult> {
   const featureRows = JSON.stringify(keys.map((key) => ({ id: newId(), key })));
-  const [row] = await queryRows<{ claimed: boolean; previous: WebhookOutcome | null; id: string | null; synced: boolean }>(
-    tx,
-    sql`WITH ${claim.cte},
-      up AS (
+  return catalogEvent(
+    db,
+    inbox,
+    sql`SELECT id, xmin AS version, last_event_at FROM products WHERE provider_product_id = ${values.providerProductId}::text`,
+    values.lastEventAt,
+    sql`up AS (
         INSERT INTO products (id, provider_product_id, name, active, plan, metadata, last_event_at)
-        SELECT ${newId()}::uuid, ${values.providerProductId}, ${values.name}, ${values.active}::boolean, ${values.plan},
+        SELECT ${newId()}::uuid, ${values.providerProductId}::text, ${values.name}::text, ${values.active}::boolean, ${values.plan}::text,
           ${JSON.stringify(values.metadata)}::jsonb, ${values.lastEventAt.toISOString()}::timestamptz
-        WHERE EXISTS (SELECT 1 FROM claim)
+        WHERE ${applying}
         ON CONFLICT (provider_product_id) DO UPDATE SET name = excluded.name, active = excluded.active, plan = excluded.plan,
           metadata = excluded.metadata, last_event_at = excluded.last_event_at, updated_at = ${new Date().toISOString()}::timestamptz
-        WHERE products.last_event_at <= excluded.last_event_at
+        WHERE ${cas('products')}
         RETURNING id
       ),
       wanted AS (SELECT f.id, f.key FROM jsonb_to_recordset(${featureRows}::jsonb) AS f(id uuid, key text)),
+      known AS (SELECT f.id, f.key FROM features f WHERE f.key IN (SELECT key FROM wanted)),
       created AS (
-        INSERT INTO features (id, key) SELECT id, key FROM wanted WHERE EXISTS (SELECT 1 FROM up) ORDER BY key
-        ON CONFLICT (key) DO NOTHING
+        INSERT INTO features (id, key)
+        SELECT id, key FROM wanted WHERE key NOT IN (SELECT key FROM known) AND EXISTS (SELECT 1 FROM up) ORDER BY key
+        ON CONFLICT (key) DO UPDATE SET key = excluded.key
         RETURNING id
       ),
-      ids AS (SELECT id FROM created UNION ALL SELECT f.id FROM features f WHERE f.key IN (SELECT key FROM wanted)),
+      ids AS (SELECT id FROM created UNION ALL SELECT id FROM known),
       removed AS (
         DELETE FROM product_features WHERE product_id = (SELECT id FROM up) AND feature_id NOT IN (SELECT id FROM ids)
       ),
       added AS (
         INSERT INTO product_features (product_id, feature_id) SELECT up.id, ids.id FROM up, ids ON CONFLICT DO NOTHING
-      )
-      SELECT ${claim.columns}, (SELECT id FROM up) AS id,
-        (SELECT count(*) FROM ids) = (SELECT count(*) FROM wanted) AS synced`,
+      )`,
   );
-  return { claimed: row!.claimed, previous: row!.previous, id: row!.id ?? undefined, featuresSynced: row!.synced };
 }
 
-/** One statement: claims the event (`claim`) and, when claimed, does `upsertPrice`. */
-export async function upsertPriceForEvent(tx: DbOrTx, claim: ClaimParts, values: PriceValues): Promise<CatalogEventResult> {
-  const [row] = await queryRows<{ claimed: boolean; previous: WebhookOutcome | null; id: string | null }>(
-    tx,
-    sql`WITH ${claim.cte},
-      up AS (
+/** A price event in one statement: the decision, the price upserted and the inbox record. */
+export async function applyPriceEvent(db: DbOrTx, inbox: InboxParts, values: PriceValues): Promise<CatalogEventResult> {
+  return catalogEvent(
+    db,
+    inbox,
+    sql`SELECT id, xmin AS version, last_event_at FROM prices WHERE provider_price_id = ${values.providerPriceId}::text`,
+    values.lastEventAt,
+    sql`up AS (
         INSERT INTO prices (id, provider_price_id, provider_product_id, active, currency, unit_amount, interval, interval_count, freq, last_event_at)
-        SELECT ${newId()}::uuid, ${values.providerPriceId}, ${values.providerProductId}, ${values.active}::boolean, ${values.currency},
-          ${values.unitAmount}::bigint, ${values.interval}, ${values.intervalCount}::integer, ${values.freq},
-          ${values.lastEventAt.toISOString()}::timestamptz
-        WHERE EXISTS (SELECT 1 FROM claim)
+        SELECT ${newId()}::uuid, ${values.providerPriceId}::text, ${values.providerProductId}::text, ${values.active}::boolean,
+          ${values.currency}::text, ${values.unitAmount}::bigint, ${values.interval}::text, ${values.intervalCount}::integer,
+          ${values.freq}::text, ${values.lastEventAt.toISOString()}::timestamptz
+        WHERE ${applying}
         ON CONFLICT (provider_price_id) DO UPDATE SET provider_product_id = excluded.provider_product_id, active = excluded.active,
           currency = excluded.currency, unit_amount = excluded.unit_amount, interval = excluded.interval,
           interval_count = excluded.interval_count, freq = excluded.freq, last_event_at = excluded.last_event_at,
           updated_at = ${new Date().toISOString()}::timestamptz
-        WHERE prices.last_event_at <= excluded.last_event_at
+        WHERE ${cas('prices')}
         RETURNING id
-      )
-      SELECT ${claim.columns}, (SELECT id FROM up) AS id`,
+      )`,
   );
-  return { claimed: row!.claimed, previous: row!.previous, id: row!.id ?? undefined };
 }
 
 export interface PriceValues {

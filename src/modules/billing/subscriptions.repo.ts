@@ -1,9 +1,9 @@
-import { eq, type SQL, sql } from 'drizzle-orm';
-import { type DbOrTx, queryRows } from '../../db/client.js';
+import { sql } from 'drizzle-orm';
+import { type DbOrTx, queryRowsPrepared } from '../../db/client.js';
 import { newId } from '../../db/columns.js';
-import type { ClaimParts } from './webhook/inbox.repo.js';
+import type { InboxParts } from './webhook/inbox.repo.js';
 import type { WebhookOutcome } from './webhook/webhook.schemas.js';
-import { accessGrantingStatuses, billingCustomers, subscriptions } from './billing.table.js';
+import { accessGrantingStatuses, billingCustomers, endedStatuses, type subscriptions } from './billing.table.js';
 
 /**
  * Writes of the locally mirrored customers and subscriptions (with their items). Every mirrored
@@ -33,184 +33,203 @@ export interface ItemValues {
   quantity: number;
 }
 
-/** The subscription row, locked until the transaction ends. */
-export async function lockSubscription(tx: DbOrTx, providerSubscriptionId: string): Promise<SubscriptionRow | undefined> {
-  const [row] = await tx
-    .select()
-    .from(subscriptions)
-    .where(eq(subscriptions.providerSubscriptionId, providerSubscriptionId))
-    .for('update');
-  return row;
+/** A subscription event, as the mirror (webhook/subscription.mirror.ts) derived it from the payload. */
+export interface SubscriptionEvent {
+  fields: SubscriptionFields;
+  items: ItemValues[];
+  /** metadata.workspace_id when it is a UUID (the workspace named at checkout). */
+  namedWorkspaceId: string | null;
+  /** The event's status ends the subscription for good (canceled, incomplete_expired). */
+  endsNow: boolean;
+  /** The event's status grants access (active, trialing, past_due). */
+  grantsNow: boolean;
 }
 
-/** What a subscription event's first statement learns, with its claim of the event. */
-export interface SubscriptionEventState {
-  claimed: boolean;
-  /** A duplicate's recorded outcome (null: committed after the statement started). */
+/** What the event's statement decided and did. */
+export interface SubscriptionEventResult {
+  /** From the statement's snapshot: `duplicate` when the inbox held a final outcome already. */
+  decision: WebhookOutcome | 'duplicate';
+  /** The inbox's outcome for a duplicate. */
   previous: WebhookOutcome | null;
-  customerExists: boolean;
-  /** The subscription, locked until the transaction ends. */
-  existing: Pick<SubscriptionRow, 'id' | 'status' | 'workspaceId' | 'lastEventAt'> | undefined;
-  /** Whether the workspace named in metadata exists (false when none is named). */
-  namedWorkspaceExists: boolean;
+  /** The inbox row was written with `decision` (false: a concurrent delivery recorded the event first). */
+  recorded: boolean;
+  /** The subscription was written (`applied`); false with `applied`: a concurrent event changed it first. */
+  written: boolean;
+  /** The workspace it was on before (from the snapshot). */
+  previousWorkspace: string | null;
+  /** The workspace it was to go on, and the one it is on now. */
+  target: string | null;
+  workspaceId: string | null;
+  /** The access-granting subscription that kept it off `target`. */
+  holder: string | null;
+  /** A waiting subscription attached to the workspace this one freed. */
+  waiting: string | null;
 }
 
 const grantingList = sql.raw(granting.map((status) => `'${status}'`).join(', '));
+const endedList = sql.raw(endedStatuses.map((status) => `'${status}'`).join(', '));
 const ts = (date: Date | null | undefined) => (date ? date.toISOString() : null);
 
 /**
- * One statement: claims the event (`claim`), and reads whether the customer account record
- * exists, the subscription (locked) and whether the named workspace exists.
+ * A subscription event in one statement, without an explicit transaction (a statement is atomic):
+ * reads the inbox, the customer account record, the subscription and the named workspace,
+ * decides the outcome under the ordering rules (webhook.service.ts), and when it applies writes
+ * every field (insert, or update), recreates the items, puts it on its workspace (the one it is
+ * on, else the one named, unless another access-granting subscription holds it; an attached one
+ * that grants nothing stays), hands a freed workspace to a waiting subscription, and records the
+ * event in the inbox with its outcome (`inbox`).
+ *
+ * Concurrency: every read is the statement's snapshot, so the write is a compare-and-set: the
+ * update applies only to the row version that was read (`xmin`; PostgreSQL re-checks it on the
+ * newest version after waiting for a concurrent writer's lock) and the insert only when no row
+ * appeared meanwhile. When a concurrent event changed or created the subscription first, nothing
+ * at all is written (`applied` with `written` false) and the caller runs the statement again on a
+ * fresh snapshot. Throws the unique violation of ONE_GRANTING_INDEX when a concurrent statement
+ * attached another access-granting subscription to the workspace: run it again, too.
  */
-export async function claimSubscriptionEvent(
-  tx: DbOrTx,
-  claim: ClaimParts,
-  keys: { providerSubscriptionId: string; providerCustomerId: string; namedWorkspaceId: string | null },
-): Promise<SubscriptionEventState> {
-  const [row] = await queryRows<{
-    claimed: boolean;
-    previous: WebhookOutcome | null;
-    customer_exists: boolean;
-    id: string | null;
-    status: string | null;
-    workspace_id: string | null;
-    last_event_at: string | Date | null;
-    named_exists: boolean;
-  }>(
-    tx,
-    sql`WITH ${claim.cte}
-      SELECT ${claim.columns},
-        EXISTS (SELECT 1 FROM billing_customers c WHERE c.provider_customer_id = ${keys.providerCustomerId}) AS customer_exists,
-        s.id, s.status, s.workspace_id, s.last_event_at,
-        (${keys.namedWorkspaceId}::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM workspaces w WHERE w.id = ${keys.namedWorkspaceId}::uuid)) AS named_exists
-      FROM (SELECT 1) AS one
-      LEFT JOIN (
-        SELECT id, status, workspace_id, last_event_at FROM subscriptions
-        WHERE provider_subscription_id = ${keys.providerSubscriptionId} FOR UPDATE
-      ) AS s ON true`,
-  );
-  return {
-    claimed: row!.claimed,
-    previous: row!.previous,
-    customerExists: row!.customer_exists,
-    existing: row!.id
-      ? { id: row!.id, status: row!.status!, workspaceId: row!.workspace_id, lastEventAt: new Date(row!.last_event_at!) }
-      : undefined,
-    namedWorkspaceExists: row!.named_exists,
+export async function applySubscriptionEvent(
+  db: DbOrTx,
+  inbox: InboxParts,
+  event: SubscriptionEvent,
+): Promise<SubscriptionEventResult> {
+  const f = event.fields;
+  const named = event.namedWorkspaceId;
+  const at = f.lastEventAt.toISOString();
+  const endsNow = sql`${event.endsNow}::boolean`;
+  const grantsNow = sql`${event.grantsNow}::boolean`;
+  const v = {
+    customer: sql`${f.providerCustomerId}::text`,
+    status: sql`${f.status}::text`,
+    currentPeriodStart: sql`${ts(f.currentPeriodStart)}::timestamptz`,
+    currentPeriodEnd: sql`${ts(f.currentPeriodEnd)}::timestamptz`,
+    billingCycleAnchor: sql`${ts(f.billingCycleAnchor)}::timestamptz`,
+    trialStart: sql`${ts(f.trialStart)}::timestamptz`,
+    trialEnd: sql`${ts(f.trialEnd)}::timestamptz`,
+    cancelAt: sql`${ts(f.cancelAt)}::timestamptz`,
+    cancelAtPeriodEnd: sql`${f.cancelAtPeriodEnd ?? false}::boolean`,
+    canceledAt: sql`${ts(f.canceledAt)}::timestamptz`,
+    endedAt: sql`${ts(f.endedAt)}::timestamptz`,
+    metadata: sql`${JSON.stringify(f.metadata ?? {})}::jsonb`,
+    lastEventAt: sql`${at}::timestamptz`,
   };
-}
-
-export interface SubscriptionWrite {
-  /** The locked row to update; undefined inserts the subscription. */
-  existingId: string | undefined;
-  fields: SubscriptionFields;
-  items: ItemValues[];
-  /** The workspace to put it on, unless another access-granting subscription holds it. */
-  target: string | null;
-  /** Put it on `target` even when another one holds it (it grants nothing, so takes nothing away). */
-  evenIfHeld: boolean;
-  /** A `WITH` entry named `finish` (inbox.repo `finishCte`), run only when the write happened. */
-  finish: (written: SQL) => SQL | null;
-}
-
-/**
- * One statement: every field (insert, or update of the locked row), the items recreated, the
- * workspace set (or none), and the caller's `finish` entry. `holder` is the access-granting
- * subscription that kept it off `target`. Undefined when the insert lost a race with another
- * event of the same subscription (nothing written). Throws the unique violation of
- * ONE_GRANTING_INDEX when a concurrent transaction attached another access-granting subscription.
- */
-export async function writeSubscription(
-  tx: DbOrTx,
-  write: SubscriptionWrite,
-): Promise<{ id: string; workspaceId: string | null; holder: string | null } | undefined> {
-  const f = write.fields;
-  const target = write.target;
-  const self = write.existingId ?? null;
-  const workspace = sql`CASE WHEN ${target}::uuid IS NULL THEN NULL
-      WHEN ${write.evenIfHeld}::boolean OR NOT EXISTS (SELECT 1 FROM holder) THEN ${target}::uuid ELSE NULL END`;
-  const values = {
-    customer: f.providerCustomerId,
-    status: f.status,
-    currentPeriodStart: ts(f.currentPeriodStart),
-    currentPeriodEnd: ts(f.currentPeriodEnd),
-    billingCycleAnchor: ts(f.billingCycleAnchor),
-    trialStart: ts(f.trialStart),
-    trialEnd: ts(f.trialEnd),
-    cancelAt: ts(f.cancelAt),
-    canceledAt: ts(f.canceledAt),
-    endedAt: ts(f.endedAt),
-  };
-  const metadata = JSON.stringify(f.metadata ?? {});
-  const upsert = self
-    ? sql`UPDATE subscriptions SET provider_customer_id = ${values.customer}, status = ${values.status},
-          current_period_start = ${values.currentPeriodStart}::timestamptz, current_period_end = ${values.currentPeriodEnd}::timestamptz,
-          billing_cycle_anchor = ${values.billingCycleAnchor}::timestamptz, trial_start = ${values.trialStart}::timestamptz,
-          trial_end = ${values.trialEnd}::timestamptz, cancel_at = ${values.cancelAt}::timestamptz,
-          cancel_at_period_end = ${f.cancelAtPeriodEnd ?? false}, canceled_at = ${values.canceledAt}::timestamptz,
-          ended_at = ${values.endedAt}::timestamptz, metadata = ${metadata}::jsonb,
-          last_event_at = ${f.lastEventAt.toISOString()}::timestamptz, updated_at = ${new Date().toISOString()}::timestamptz,
-          workspace_id = ${workspace}
-        WHERE id = ${self}::uuid
-        RETURNING id, workspace_id`
-    : sql`INSERT INTO subscriptions (id, provider_subscription_id, provider_customer_id, status, current_period_start,
-          current_period_end, billing_cycle_anchor, trial_start, trial_end, cancel_at, cancel_at_period_end, canceled_at,
-          ended_at, metadata, last_event_at, workspace_id)
-        VALUES (${newId()}::uuid, ${f.providerSubscriptionId}, ${values.customer}, ${values.status},
-          ${values.currentPeriodStart}::timestamptz, ${values.currentPeriodEnd}::timestamptz,
-          ${values.billingCycleAnchor}::timestamptz, ${values.trialStart}::timestamptz, ${values.trialEnd}::timestamptz,
-          ${values.cancelAt}::timestamptz, ${f.cancelAtPeriodEnd ?? false}, ${values.canceledAt}::timestamptz,
-          ${values.endedAt}::timestamptz, ${metadata}::jsonb, ${f.lastEventAt.toISOString()}::timestamptz, ${workspace})
-        ON CONFLICT (provider_subscription_id) DO NOTHING
-        RETURNING id, workspace_id`;
   const items = JSON.stringify(
-    write.items.map((item) => ({ id: newId(), item: item.providerItemId, price: item.providerPriceId, product: item.providerProductId, quantity: item.quantity })),
+    event.items.map((item) => ({ id: newId(), item: item.providerItemId, price: item.providerPriceId, product: item.providerProductId, quantity: item.quantity })),
   );
-  const finish = write.finish(sql`EXISTS (SELECT 1 FROM sub)`);
-  const [row] = await queryRows<{ id: string | null; workspace_id: string | null; holder: string | null }>(
-    tx,
-    sql`WITH holder AS (
-        SELECT provider_subscription_id FROM subscriptions
-        WHERE ${target}::uuid IS NOT NULL AND workspace_id = ${target}::uuid AND status IN (${grantingList})
-          AND id IS DISTINCT FROM ${self}::uuid
+  const [row] = await queryRowsPrepared<{
+    decision: WebhookOutcome | 'duplicate';
+    previous: WebhookOutcome | null;
+    recorded: boolean;
+    written: boolean;
+    previous_workspace: string | null;
+    target: string | null;
+    workspace_id: string | null;
+    holder: string | null;
+    waiting: string | null;
+  }>(
+    db,
+    sql`WITH cur AS (
+        SELECT id, status, workspace_id, last_event_at, xmin AS version FROM subscriptions
+        WHERE provider_subscription_id = ${f.providerSubscriptionId}::text
+      ),
+      facts AS (
+        SELECT ${inbox.previous} AS previous,
+          EXISTS (SELECT 1 FROM billing_customers c WHERE c.provider_customer_id = ${v.customer}) AS customer_exists,
+          (${named}::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM workspaces w WHERE w.id = ${named}::uuid)) AS named_exists,
+          cur.id, cur.status, cur.workspace_id, cur.last_event_at, cur.version
+        FROM (SELECT 1) AS one LEFT JOIN cur ON true
+      ),
+      decision AS (
+        SELECT facts.*,
+          CASE
+            WHEN coalesce(previous <> 'failed', false) THEN 'duplicate'
+            WHEN NOT customer_exists THEN 'skipped'
+            WHEN id IS NOT NULL AND status IN (${endedList}) AND NOT ${endsNow} THEN 'ignored'
+            WHEN id IS NOT NULL AND ${v.lastEventAt} < last_event_at AND NOT (${endsNow} AND status NOT IN (${endedList})) THEN 'stale'
+            ELSE 'applied'
+          END AS outcome,
+          coalesce(workspace_id, CASE WHEN named_exists THEN ${named}::uuid END) AS target
+        FROM facts
+      ),
+      holder AS (
+        SELECT s.provider_subscription_id FROM subscriptions s, decision d
+        WHERE d.outcome = 'applied' AND s.workspace_id = d.target AND s.status IN (${grantingList}) AND s.id IS DISTINCT FROM d.id
         LIMIT 1
       ),
-      sub AS (${upsert}),
-      removed AS (DELETE FROM subscription_items WHERE ${self}::uuid IS NOT NULL AND subscription_id = ${self}::uuid),
+      placed AS (
+        SELECT d.id, d.version,
+          CASE WHEN d.target IS NULL THEN NULL
+            WHEN (d.target = d.workspace_id AND NOT ${grantsNow}) OR NOT EXISTS (SELECT 1 FROM holder) THEN d.target
+          END AS place
+        FROM decision d WHERE d.outcome = 'applied'
+      ),
+      upd AS (
+        UPDATE subscriptions s SET provider_customer_id = ${v.customer}, status = ${v.status},
+          current_period_start = ${v.currentPeriodStart}, current_period_end = ${v.currentPeriodEnd},
+          billing_cycle_anchor = ${v.billingCycleAnchor}, trial_start = ${v.trialStart}, trial_end = ${v.trialEnd},
+          cancel_at = ${v.cancelAt}, cancel_at_period_end = ${v.cancelAtPeriodEnd}, canceled_at = ${v.canceledAt},
+          ended_at = ${v.endedAt}, metadata = ${v.metadata}, last_event_at = ${v.lastEventAt},
+          updated_at = ${new Date().toISOString()}::timestamptz, workspace_id = p.place
+        FROM placed p
+        WHERE s.id = p.id AND s.xmin = p.version
+        RETURNING s.id, s.workspace_id
+      ),
+      ins AS (
+        INSERT INTO subscriptions (id, provider_subscription_id, provider_customer_id, status, current_period_start,
+          current_period_end, billing_cycle_anchor, trial_start, trial_end, cancel_at, cancel_at_period_end, canceled_at,
+          ended_at, metadata, last_event_at, workspace_id)
+        SELECT ${newId()}::uuid, ${f.providerSubscriptionId}::text, ${v.customer}, ${v.status}, ${v.currentPeriodStart},
+          ${v.currentPeriodEnd}, ${v.billingCycleAnchor}, ${v.trialStart}, ${v.trialEnd}, ${v.cancelAt}, ${v.cancelAtPeriodEnd},
+          ${v.canceledAt}, ${v.endedAt}, ${v.metadata}, ${v.lastEventAt}, p.place
+        FROM placed p WHERE p.id IS NULL
+        ON CONFLICT (provider_subscription_id) DO NOTHING
+        RETURNING id, workspace_id
+      ),
+      sub AS (SELECT id, workspace_id FROM upd UNION ALL SELECT id, workspace_id FROM ins),
+      removed AS (DELETE FROM subscription_items WHERE subscription_id IN (SELECT id FROM upd)),
       added AS (
         INSERT INTO subscription_items (id, subscription_id, provider_item_id, provider_price_id, provider_product_id, quantity)
         SELECT i.id, sub.id, i.item, i.price, i.product, i.quantity
         FROM sub, jsonb_to_recordset(${items}::jsonb) AS i(id uuid, item text, price text, product text, quantity integer)
-      )${finish ? sql`, ${finish}` : sql``}
-      SELECT (SELECT id FROM sub) AS id, (SELECT workspace_id FROM sub) AS workspace_id,
-        (SELECT provider_subscription_id FROM holder) AS holder`,
+      ),
+      waiting AS (
+        UPDATE subscriptions w SET workspace_id = d.workspace_id
+        FROM decision d
+        WHERE d.workspace_id IS NOT NULL AND d.status IN (${grantingList})
+          AND EXISTS (SELECT 1 FROM sub WHERE NOT (sub.workspace_id IS NOT DISTINCT FROM d.workspace_id AND ${grantsNow}))
+          AND w.id = (
+            SELECT o.id FROM subscriptions o
+            WHERE o.workspace_id IS NULL AND o.status IN (${grantingList}) AND o.metadata->>'workspace_id' = d.workspace_id::text
+              AND o.id <> d.id
+            ORDER BY o.last_event_at DESC, o.provider_subscription_id ASC
+            LIMIT 1
+          )
+          AND w.workspace_id IS NULL AND w.status IN (${grantingList})
+          AND EXISTS (SELECT 1 FROM workspaces ws WHERE ws.id = d.workspace_id)
+          AND NOT EXISTS (
+            SELECT 1 FROM subscriptions o WHERE o.workspace_id = d.workspace_id AND o.status IN (${grantingList}) AND o.id <> d.id
+          )
+        RETURNING w.provider_subscription_id
+      ),
+      ${inbox.record(
+        sql`(SELECT outcome FROM decision)`,
+        sql`(SELECT outcome FROM decision) IN ('skipped', 'ignored', 'stale') OR EXISTS (SELECT 1 FROM sub)`,
+      )}
+      SELECT d.outcome AS decision, d.previous, EXISTS (SELECT 1 FROM recorded) AS recorded, EXISTS (SELECT 1 FROM sub) AS written,
+        d.workspace_id AS previous_workspace, d.target, (SELECT workspace_id FROM sub) AS workspace_id,
+        (SELECT provider_subscription_id FROM holder) AS holder, (SELECT provider_subscription_id FROM waiting) AS waiting
+      FROM decision d`,
   );
-  if (!row?.id) return undefined;
-  return { id: row.id, workspaceId: row.workspace_id, holder: row.holder };
-}
-
-/**
- * One statement: puts the newest waiting subscription (access-granting, on no workspace, naming
- * the workspace in metadata: another one held it when it was processed; newest event first) on
- * the workspace when no access-granting subscription holds it; the one attached, if any. Throws the
- * unique violation of ONE_GRANTING_INDEX when a concurrent transaction attached one meanwhile.
- */
-export async function attachWaitingSubscription(tx: DbOrTx, workspaceId: string): Promise<string | undefined> {
-  const [row] = await queryRows<{ provider_subscription_id: string }>(
-    tx,
-    sql`UPDATE subscriptions SET workspace_id = ${workspaceId}::uuid
-      WHERE id = (
-          SELECT id FROM subscriptions
-          WHERE workspace_id IS NULL AND status IN (${grantingList}) AND metadata->>'workspace_id' = ${workspaceId}
-          ORDER BY last_event_at DESC, provider_subscription_id ASC
-          LIMIT 1
-        )
-        AND workspace_id IS NULL AND status IN (${grantingList})
-        AND EXISTS (SELECT 1 FROM workspaces w WHERE w.id = ${workspaceId}::uuid)
-        AND NOT EXISTS (SELECT 1 FROM subscriptions o WHERE o.workspace_id = ${workspaceId}::uuid AND o.status IN (${grantingList}))
-      RETURNING provider_subscription_id`,
-  );
-  return row?.provider_subscription_id;
+  return {
+    decision: row!.decision,
+    previous: row!.previous,
+    recorded: row!.recorded,
+    written: row!.written,
+    previousWorkspace: row!.previous_workspace,
+    target: row!.target,
+    workspaceId: row!.workspace_id,
+    holder: row!.holder,
+    waiting: row!.waiting,
+  };
 }
 
 export const ONE_GRANTING_INDEX = 'subscriptions_one_granting_per_workspace';

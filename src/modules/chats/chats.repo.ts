@@ -12,11 +12,27 @@ export async function insertChat(db: DbOrTx, values: NewChat): Promise<ChatRow> 
   return row!;
 }
 
+/** The chat statements of every message request, prepared once per database (Drizzle builds their SQL once). */
+function chatStatements(db: DbOrTx) {
+  const chat = sql.placeholder('chatId');
+  return {
+    find: db
+      .select()
+      .from(chatSessions)
+      .where(and(eq(chatSessions.id, chat), eq(chatSessions.workspaceId, sql.placeholder('workspaceId'))))
+      .prepare('chats_find'),
+    touch: db.update(chatSessions).set({ updatedAt: sql`${sql.placeholder('now')}::timestamptz` }).where(eq(chatSessions.id, chat)).prepare('chats_touch'),
+  };
+}
+const chatPrepared = new WeakMap<DbOrTx, ReturnType<typeof chatStatements>>();
+function statements(db: DbOrTx) {
+  let found = chatPrepared.get(db);
+  if (!found) chatPrepared.set(db, (found = chatStatements(db)));
+  return found;
+}
+
 export async function findChat(db: DbOrTx, workspaceId: string, chatId: string): Promise<ChatRow | undefined> {
-  const [row] = await db
-    .select()
-    .from(chatSessions)
-    .where(and(eq(chatSessions.id, chatId), eq(chatSessions.workspaceId, workspaceId)));
+  const [row] = await statements(db).find.execute({ chatId, workspaceId });
   return row;
 }
 
@@ -102,7 +118,7 @@ export async function updateChat(db: DbOrTx, chatId: string, values: Partial<New
 
 /** Marks the chat as active now (new messages bring it to the top of the list). */
 export async function touchChat(db: DbOrTx, chatId: string): Promise<void> {
-  await db.update(chatSessions).set({ updatedAt: new Date() }).where(eq(chatSessions.id, chatId));
+  await statements(db).touch.execute({ chatId, now: new Date().toISOString() });
 }
 
 export async function deleteChat(db: DbOrTx, chatId: string): Promise<void> {

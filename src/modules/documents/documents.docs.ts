@@ -11,6 +11,7 @@ const document = {
   source_kind: 'upload',
   source_url: null,
   processing_status: 'ready',
+  language: 'eng',
   uploaded_by: 42,
   knowledge_base_ids: ['0198f310-8d9e-7f0a-9b1c-2d3e4f5a6b7c'],
   created_at: '2025-03-14T09:40:00.000Z',
@@ -44,7 +45,7 @@ namedSchema(uploadBody, 'UploadRequest', {
 namedSchema(uploadOut, 'Upload', {
   description: 'The new document (status `pending`) and where to PUT the file.',
   example: {
-    document: { ...document, processing_status: 'pending', updated_at: document.created_at },
+    document: { ...document, processing_status: 'pending', language: null, updated_at: document.created_at },
     upload: {
       url: 'http://localhost:8000/files/upload/ws/0198f2a0-7d4e-7b21-9c3a-2f1e0d9c8b7a/0198f300-7c8d-7e9f-8a0b-1c2d3e4f5a6b?ct=application%2Fpdf&max=482133&exp=1741946700&sig=9c1f0e4b7a',
       method: 'PUT',
@@ -107,6 +108,7 @@ export const documentsDocs: OperationDocs = {
           source_kind: 'web_url',
           source_url: 'https://www.example.org/help/refunds',
           processing_status: 'pending',
+          language: null,
           knowledge_base_ids: [],
         },
         task: { ...task, status: 'PENDING' },

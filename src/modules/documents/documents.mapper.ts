@@ -11,6 +11,7 @@ export function toDocumentOut(row: DocumentRow, knowledgeBaseIds: string[]): Doc
     source_kind: row.sourceKind,
     source_url: row.sourceUrl,
     processing_status: row.processingStatus,
+    language: row.language,
     uploaded_by: row.uploadedBy,
     knowledge_base_ids: knowledgeBaseIds,
     created_at: row.createdAt.toISOString(),

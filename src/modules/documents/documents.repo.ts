@@ -208,30 +208,39 @@ export async function listChunks(db: DbOrTx, documentId: string, limit: number, 
   return { rows, count: total?.n ?? 0 };
 }
 
-/** Replaces a document's chunks in one go (reprocessing never leaves a mix of old and new). */
+/**
+ * Replaces a document's chunks in one go (reprocessing never leaves a mix of old and new); returns
+ * the new chunks' ids in the order given (their vectors are stored by the embeddings module).
+ */
 export async function replaceChunks(
   db: DbOrTx,
   document: { id: string; workspaceId: string },
-  chunks: Array<{ index: number; content: string; tokenCount: number; page: number | null; embedding: number[] | null }>,
+  chunks: Array<{ index: number; content: string; tokenCount: number; page: number | null }>,
   /** The text-search configuration (search-language.ts) the chunks are indexed with. */
   searchConfig = 'english',
-): Promise<void> {
+): Promise<string[]> {
   await db.delete(documentChunks).where(eq(documentChunks.documentId, document.id));
+  const ids: string[] = [];
   for (let i = 0; i < chunks.length; i += 200) {
-    await db.insert(documentChunks).values(
-      chunks.slice(i, i + 200).map((chunk) => ({
-        documentId: document.id,
-        workspaceId: document.workspaceId,
-        chunkIndex: chunk.index,
-        content: chunk.content,
-        tokenCount: chunk.tokenCount,
-        page: chunk.page,
-        embedding: chunk.embedding,
-        tsConfig: searchConfig,
-        searchText: searchTextFor(chunk.content, searchConfig),
-      })),
-    );
+    const rows = await db
+      .insert(documentChunks)
+      .values(
+        chunks.slice(i, i + 200).map((chunk) => ({
+          documentId: document.id,
+          workspaceId: document.workspaceId,
+          chunkIndex: chunk.index,
+          content: chunk.content,
+          tokenCount: chunk.tokenCount,
+          page: chunk.page,
+          tsConfig: searchConfig,
+          searchText: searchTextFor(chunk.content, searchConfig),
+        })),
+      )
+      .returning({ id: documentChunks.id, index: documentChunks.chunkIndex });
+    const byIndex = new Map(rows.map((row) => [row.index, row.id]));
+    ids.push(...chunks.slice(i, i + 200).map((chunk) => byIndex.get(chunk.index)!));
   }
+  return ids;
 }
 
 export { isNull };

@@ -16,6 +16,12 @@ export const documentOut = z.object({
   source_kind: z.enum(sourceKinds),
   source_url: z.string().nullable(),
   processing_status: z.enum(processingStatuses),
+  language: z
+    .string()
+    .nullable()
+    .describe(
+      'The language detected in the text when it was processed, as an ISO 639-3 code (`eng`, `deu`, `cmn`, …); it chooses how the text is searched (stemming, word splitting). Null until processed and when it could not be told (very short text).',
+    ),
   uploaded_by: z.number().int().nullable(),
   knowledge_base_ids: z.array(z.uuid()),
   created_at: timestamp,

@@ -10,7 +10,6 @@ import {
   timestamp,
   uniqueIndex,
   uuid,
-  vector,
 } from 'drizzle-orm/pg-core';
 import { users } from '../users/users.table.js';
 import { workspaces } from '../workspaces/workspaces.table.js';
@@ -22,11 +21,12 @@ export const processingStatuses = ['pending', 'processing', 'ready', 'failed'] a
 export type ProcessingStatus = (typeof processingStatuses)[number];
 export const sourceKinds = ['upload', 'web_url', 'youtube'] as const;
 export type SourceKind = (typeof sourceKinds)[number];
+/** What a chunk's `page` counts: PDF pages, sheets (XLSX, ODS), slides (PPTX, ODP), EPUB chapters. */
+export const pageUnits = ['page', 'sheet', 'slide', 'chapter'] as const;
+export type PageUnit = (typeof pageUnits)[number];
 export const taskStatuses = ['PENDING', 'STARTED', 'SUCCESS', 'FAILURE', 'RETRY', 'REVOKED'] as const;
 export type TaskStatus = (typeof taskStatuses)[number];
 
-/** Embeddings are stored at one fixed size (providers are asked for it), so one HNSW index serves all. */
-export const EMBEDDING_DIMENSIONS = 1536;
 
 export const documents = pgTable(
   'documents',
@@ -49,6 +49,8 @@ export const documents = pgTable(
     language: text('language'),
     /** The text-search configuration its chunks are indexed with (search-language.ts); documents before languages were detected are English. */
     searchConfig: text('search_config').notNull().default('english'),
+    /** What its chunks' `page` counts, from the format ingestion read; null before then or when the format has no pages. */
+    pageUnit: text('page_unit', { enum: pageUnits }),
     uploadedBy: integer('uploaded_by').references(() => users.id, { onDelete: 'set null' }),
     /** Set once the client's upload was checked (uploads) or the content fetched (URLs). */
     storedAt: ts('stored_at'),
@@ -59,6 +61,7 @@ export const documents = pgTable(
     index('documents_workspace_idx').on(t.workspaceId, t.createdAt),
     check('documents_status_check', sql`${t.processingStatus} in ('pending', 'processing', 'ready', 'failed')`),
     check('documents_source_check', sql`${t.sourceKind} in ('upload', 'web_url', 'youtube')`),
+    check('documents_page_unit_check', sql`${t.pageUnit} in ('page', 'sheet', 'slide', 'chapter')`),
   ],
 );
 
@@ -104,12 +107,10 @@ export const documentChunks = pgTable(
     /** CJK text split into words for the `simple` parser (search-language.ts); null: the content is indexed. */
     searchText: text('search_text'),
     tsv: tsvector('tsv').generatedAlwaysAs(sql`to_tsvector(ts_config, coalesce(search_text, content))`),
-    embedding: vector('embedding', { dimensions: EMBEDDING_DIMENSIONS }),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex('document_chunks_document_index_key').on(t.documentId, t.chunkIndex),
     index('document_chunks_tsv_idx').using('gin', t.tsv),
-    index('document_chunks_embedding_idx').using('hnsw', t.embedding.op('vector_cosine_ops')),
   ],
 );

@@ -61,6 +61,7 @@ describe('the presigned upload flow', () => {
       source_kind: 'upload',
       source_url: null,
       processing_status: 'pending',
+      language: null,
       uploaded_by: alice.id,
       knowledge_base_ids: [kb.id],
       created_at: expect.any(String),

@@ -4,8 +4,8 @@
  */
 export { toDocumentOut } from './documents.mapper.js';
 export { documentOut, type DocumentOut } from './documents.schemas.js';
-/** The one embedding width (the chunks' vector column): ingestion and knowledge search embed at it. */
-export { EMBEDDING_DIMENSIONS } from './documents.table.js';
+/** The unit a document's page numbers count (page, sheet, slide, chapter). */
+export { type PageUnit } from './documents.table.js';
 /** Which documents a viewer sees (knowledge bases filter their lists by it). */
 export { visibleDocumentIds } from './documents.repo.js';
 /**

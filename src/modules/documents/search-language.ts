@@ -2,10 +2,11 @@
  * Languages of full-text search: which language a document is in (franc, trigram statistics),
  * which PostgreSQL text-search configuration indexes it, and the word segmentation that Chinese,
  * Japanese and Korean text needs before PostgreSQL's `simple` parser (which splits on spaces and
- * punctuation only) can index or query it. Pure and synchronous; see docs/decisions.md
- * "Search languages".
+ * punctuation only) can index or query it. Pure; detection is asynchronous only because franc
+ * (its trigram tables) is loaded on first use: the search side imports this file at start-up and
+ * never detects. See docs/decisions.md "Search languages".
  */
-import { franc } from 'franc';
+import type * as Franc from 'franc';
 
 /**
  * ISO 639-3 code (franc's) → text-search configuration. Only configurations that both
@@ -70,11 +71,16 @@ const SAMPLE_CHARS = 6000;
 /** Below this many characters franc guesses: the language stays unknown. */
 const MIN_DETECT_CHARS = 20;
 
+let francModule: Promise<typeof Franc> | undefined;
+
 /**
  * The document's language as an ISO 639-3 code (`eng`, `deu`, `cmn`, …), or null when the text is
  * too short or franc cannot tell. Reads a sample from the start, middle and end of the text.
+ * franc is imported on the first call (only ingestion detects).
  */
-export function detectLanguage(text: string): string | null {
+export async function detectLanguage(text: string): Promise<string | null> {
+  francModule ??= import('franc');
+  const { franc } = await francModule;
   let sample = text;
   if (text.length > SAMPLE_CHARS) {
     const third = SAMPLE_CHARS / 3;

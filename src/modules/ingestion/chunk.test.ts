@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chunkDocument, countTokens, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, type DocumentChunk } from './chunk.js';
-import type { ExtractedDocument } from './extract/index.js';
+import { type ExtractedDocument, extractText } from './extract/index.js';
 
 /**
  * Deterministic prose: numbered sentences of varying length, grouped into paragraphs. Every word
@@ -221,3 +221,40 @@ describe('chunkDocument', () => {
     expect(() => chunkDocument(doc('x'), { overlapTokens: -1 })).toThrow(RangeError);
   });
 });
+
+describe('CSV rows', () => {
+  it('a CSV row is never split across chunks or in the overlap, unless it alone exceeds a chunk', async () => {
+    // Rows with sentence breaks inside (which split prose), one with a quoted line break, one too long for a chunk.
+    const rows = ['id,note,amount', ...Array.from({ length: 120 }, (_, i) => `${i},"Shipped on day ${i}. Customer asked for a refund! Ticket closed.",${i * 3}`)];
+    rows.splice(40, 0, '999,"A note over\r\ntwo lines. Still one row.",5');
+    const long = `1000,"${Array.from({ length: 200 }, (_, i) => `word${i}`).join(' ')}",1`;
+    const extracted = await extractText({ bytes: Buffer.from([...rows, long, '1001,"Last row.",2'].join('\r\n')), contentType: 'text/csv' });
+    expect(extracted.pages[0]!.text).toContain('999,"A note over two lines. Still one row.",5');
+    const chunks = chunkDocument(extracted, { maxTokens: 80, overlapTokens: 30 });
+    expectWellFormed(chunks, 80);
+    const whole = new Set([...rows.map((row) => row.replace('\r\n', ' ')), '1001,"Last row.",2']);
+    const seen = new Map<string, number>();
+    for (const chunk of chunks) {
+      for (const line of chunk.content.split('\n')) {
+        // The oversized row alone is cut (at spaces); every other line is a whole row.
+        if (line.includes('word')) expect(long).toContain(line);
+        else expect(whole.has(line), line).toBe(true);
+        seen.set(line, (seen.get(line) ?? 0) + 1);
+      }
+    }
+    expect([...whole].every((row) => seen.has(row))).toBe(true);
+    // The overlap is whole rows: some rows start one chunk after ending the previous one.
+    expect([...seen.values()].some((n) => n > 1)).toBe(true);
+  });
+
+  it('a line break inside a quoted field joins the record; an unclosed quote leaves the lines alone', async () => {
+    const read = async (csv: string) => (await extractText({ bytes: Buffer.from(csv), contentType: 'text/csv' })).pages[0]!;
+    expect(await read('a,b\n1,"x\ny ""q""\nz",2\n3;"k\nl"\n4,5 "inch\n6,7')).toEqual({
+      page: null,
+      text: 'a,b\n1,"x y ""q"" z",2\n3;"k l"\n4,5 "inch\n6,7',
+      keepLines: true,
+    });
+    expect((await read('a,b\n1,"never closed\n2,3\n4,5')).text).toBe('a,b\n1,"never closed\n2,3\n4,5');
+  });
+});
+

@@ -199,39 +199,32 @@ function tokenTail(text: string, limit: number): string {
   return tail.trim();
 }
 
+/** The trailing whole atoms of `atoms` that fit in `limit` tokens (separators counted). */
+function trailingAtoms(atoms: readonly Atom[], limit: number): Atom[] {
+  const kept: Atom[] = [];
+  let used = 0;
+  for (let i = atoms.length - 1; i >= 0; i--) {
+    const atom = atoms[i]!;
+    const cost = atom.tokens + (kept.length > 0 ? separatorCost(kept[0]!.sep) : 0);
+    if (used + cost > limit) break;
+    kept.unshift(atom);
+    used += cost;
+  }
+  return kept;
+}
+
 /**
  * The overlap carried into the next chunk: the trailing whole atoms of the chunk that fit in
  * `limit` tokens, or, when even the last atom is bigger, the token tail of that atom.
  */
 function overlapAtoms(chunk: readonly Atom[], limit: number, wholeOnly = false): Atom[] {
   if (limit <= 0 || chunk.length === 0) return [];
-  const carried: Atom[] = [];
-  let used = 0;
-  for (let i = chunk.length - 1; i >= 0; i--) {
-    const atom = chunk[i]!;
-    const cost = atom.tokens + (carried.length > 0 ? separatorCost(carried[0]!.sep) : 0);
-    if (used + cost > limit) break;
-    carried.unshift(atom);
-    used += cost;
-  }
+  const carried = trailingAtoms(chunk, limit);
   if (carried.length === chunk.length) carried.shift(); // never repeat a whole chunk
   if (carried.length > 0 || wholeOnly) return carried;
   const last = chunk[chunk.length - 1]!;
   const tail = tokenTail(last.text, limit);
   return tail && tail !== last.text ? [{ text: tail, tokens: countTokens(tail), sep: last.sep }] : [];
-}
-
-/** The trailing whole atoms of `atoms` that fit in `room` tokens (the overlap of a keepLines page). */
-function wholeAtomsTail(atoms: readonly Atom[], room: number): string {
-  const kept: Atom[] = [];
-  let used = 0;
-  for (let i = atoms.length - 1; i >= 0; i--) {
-    const cost = atoms[i]!.tokens + (kept.length > 0 ? separatorCost(kept[0]!.sep) : 0);
-    if (used + cost > room) break;
-    kept.unshift(atoms[i]!);
-    used += cost;
-  }
-  return join(kept);
 }
 
 function chunkPage(text: string, page: number | null, max: number, overlap: number, out: DocumentChunk[], keepLines = false): void {
@@ -250,7 +243,7 @@ function chunkPage(text: string, page: number | null, max: number, overlap: numb
         // The first new atom does not fit after the overlap: shorten the overlap to the room
         // left (none when the atom alone nearly fills a chunk).
         const room = max - atom.tokens - 1;
-        const tail = room <= 0 ? '' : keepLines ? wholeAtomsTail(chunk, room) : tokenTail(join(chunk), room);
+        const tail = room <= 0 ? '' : keepLines ? join(trailingAtoms(chunk, room)) : tokenTail(join(chunk), room);
         chunk.length = 0;
         firstNew = 0;
         estimate = 0;

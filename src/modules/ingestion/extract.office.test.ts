@@ -157,6 +157,37 @@ describe('OpenDocument', () => {
   });
 });
 
+describe('OpenDocument with a password', () => {
+  // As LibreOffice saves it: the parts are encrypted by ODF itself (not zip encryption), and the
+  // manifest names the algorithm of each in <manifest:encryption-data>; content.xml is ciphertext.
+  const encryptedManifest = (mimetype: string) =>
+    '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.3">' +
+    `<manifest:file-entry manifest:full-path="/" manifest:media-type="${mimetype}"/>` +
+    '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml" manifest:size="1873">' +
+    '<manifest:encryption-data manifest:checksum-type="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0#sha256-1k" manifest:checksum="c2VjcmV0">' +
+    '<manifest:algorithm manifest:algorithm-name="http://www.w3.org/2001/04/xmlenc#aes256-cbc" manifest:initialisation-vector="aXY="/>' +
+    '<manifest:start-key-generation manifest:start-key-generation-name="http://www.w3.org/2000/09/xmldsig#sha256" manifest:key-size="32"/>' +
+    '<manifest:key-derivation manifest:key-derivation-name="PBKDF2" manifest:key-size="32" manifest:iteration-count="100000" manifest:salt="c2FsdA=="/>' +
+    '</manifest:encryption-data></manifest:file-entry></manifest:manifest>';
+  const ciphertext = Buffer.from(Array.from({ length: 1024 }, (_, i) => (i * 131 + 7) % 256));
+  const locked: Array<[format: 'odt' | 'ods' | 'odp', bytes: Buffer]> = [
+    ['odt', buildOdt({ heading: 'Secret', paragraphs: ['hidden'] })],
+    ['ods', buildOds([{ name: 'S', rows: [['hidden']] }])],
+    ['odp', buildOdp([{ lines: ['hidden'] }])],
+  ];
+
+  it.each(locked)('%s: refused as password_protected with a message that says so', async (format, plain) => {
+    const bytes = replaceEntries(plain, {
+      'META-INF/manifest.xml': { name: 'META-INF/manifest.xml', content: encryptedManifest(TYPES[format]) },
+      'content.xml': { name: 'content.xml', content: ciphertext },
+    });
+    const error = await extractionError(extractText({ bytes, contentType: TYPES[format], filename: `locked.${format}` }), 'password_protected');
+    expect(error.userMessage).toBe('This document is password-protected. Remove the password and upload it again.');
+    // Recognised by its bytes too (the mimetype entry is never encrypted).
+    await extractionError(extractText({ bytes, contentType: 'application/octet-stream' }), 'password_protected');
+  });
+});
+
 describe('EPUB', () => {
   it('one page per chapter in spine order, the title from the package', async () => {
     const bytes = buildEpub(

@@ -9,6 +9,7 @@ import { creditReservations, creditUsage } from '../billing/billing.table.js';
 import * as repo from '../documents/documents.repo.js';
 import { uploadKeyOf } from '../documents/documents.service.js';
 import { documentChunks, documents } from '../documents/documents.table.js';
+import { chunkEmbeddings, embeddingGenerations } from '../embeddings/embeddings.table.js';
 
 /** Ingestion with EMBEDDING_MODEL pointed at the fake model server: vectors, their size, their cost. */
 let fake: FakeModelServer;
@@ -46,9 +47,14 @@ describe('embeddings', () => {
 
     const chunks = await chunkRows(document.id);
     expect(chunks).toHaveLength(2);
+    // Stored in the configured model's generation (created at first use), one vector per chunk.
     for (const chunk of chunks) {
-      expect(chunk.embedding).toHaveLength(1536);
-      const norm = Math.hypot(...chunk.embedding!);
+      const [stored] = await db().select().from(chunkEmbeddings).where(eq(chunkEmbeddings.chunkId, chunk.id));
+      expect(stored).toMatchObject({ documentId: document.id });
+      const [generation] = await db().select().from(embeddingGenerations).where(eq(embeddingGenerations.id, stored!.generation));
+      expect(generation).toMatchObject({ model: 'openai:text-embedding-3-small', dimensions: 1536, state: 'active' });
+      expect(stored!.embedding).toHaveLength(1536);
+      const norm = Math.hypot(...stored!.embedding);
       expect(norm).toBeCloseTo(1, 3);
     }
 

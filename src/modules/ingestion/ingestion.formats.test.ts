@@ -1,3 +1,4 @@
+import { chunkEmbeddings } from '../embeddings/embeddings.table.js';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { useTestApp } from '../../../test/support/app.js';
@@ -38,10 +39,10 @@ describe('each supported type becomes searchable chunks', () => {
     for (const chunk of chunks) {
       expect(chunk.tokenCount).toBeGreaterThan(0);
       expect(chunk.workspaceId).toBe(ws.id);
-      // No EMBEDDING_MODEL in this app: lexical search only.
-      expect(chunk.embedding).toBeNull();
       expect(chunk.page).toEqual(format === 'pdf' ? expect.any(Number) : null);
     }
+    // No EMBEDDING_MODEL in this app: lexical search only, no vectors stored.
+    expect(await db().select().from(chunkEmbeddings).where(eq(chunkEmbeddings.documentId, document.id))).toEqual([]);
     // The generated tsvector makes the chunks findable by full-text search.
     const [task] = await db().select().from(ingestionTasks).where(eq(ingestionTasks.documentId, document.id));
     expect(task).toMatchObject({ status: 'SUCCESS', attempts: 1 });

@@ -78,6 +78,7 @@ describe('web pages', () => {
       source_kind: 'web_url',
       source_url: url,
       processing_status: 'pending',
+      language: null,
       uploaded_by: owner.id,
       knowledge_base_ids: [kb.id],
       created_at: expect.any(String),

@@ -1,10 +1,12 @@
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { useTestApp } from '../../../test/support/app.js';
-import { ingestFile, LIFTED_THROTTLES } from '../../../test/support/documents.js';
+import { createKb, ingestFile, LIFTED_THROTTLES } from '../../../test/support/documents.js';
 import { newUser, newWorkspace } from '../../../test/support/factories.js';
 import { bombContent, buildPptx, buildXlsx } from '../../../test/support/office-files.js';
-import { documentChunks } from '../documents/documents.table.js';
+import { withKnowledgeContext } from '../agents/frameworks.js';
+import { buildPdf } from '../../../test/support/document-files.js';
+import { documentChunks, documents } from '../documents/documents.table.js';
 
 /** Spreadsheets and presentations through the upload API and the job queue: chunks carry the sheet or slide number. */
 const t = useTestApp({ ...LIFTED_THROTTLES });
@@ -51,5 +53,45 @@ describe('office formats become chunks numbered by sheet or slide', () => {
     expect(status).toMatchObject({ processing_status: 'failed', task: { status: 'FAILURE' } });
     expect(status.task.error_message).toMatch(/too large to read once unpacked/);
     expect(await chunkRows(document.id)).toEqual([]);
+  });
+});
+
+describe('the page unit comes from the format read, not the file name', () => {
+  it('a workbook without an extension cites sheets; a PDF named .pptx cites pages; text has none', async () => {
+    const owner = await newUser(t);
+    const ws = await newWorkspace(t, owner);
+    const kb = await createKb(t, ws.id, owner);
+    const workbook = buildXlsx([{ name: 'Orders', rows: [['Invoice 7', 'copper kettle']] }], { deflate: true });
+    const sheet = await ingestFile(t, ws.id, owner, { name: 'export', contentType: 'application/octet-stream', bytes: workbook, knowledge_base_ids: [kb.id] });
+    const pdf = await ingestFile(t, ws.id, owner, {
+      name: 'slides.pptx',
+      contentType: 'application/pdf',
+      bytes: buildPdf([['A copper kettle on page one.']]),
+      knowledge_base_ids: [kb.id],
+    });
+    const text = await ingestFile(t, ws.id, owner, { name: 'notes.txt', contentType: 'text/plain', bytes: Buffer.from('The copper kettle, in plain text.'), knowledge_base_ids: [kb.id] });
+    for (const doc of [sheet, pdf, text]) expect(doc.status.processing_status).toBe('ready');
+    const units = await t.deps.database.db.select({ id: documents.id, pageUnit: documents.pageUnit }).from(documents).where(eq(documents.workspaceId, ws.id));
+    expect(new Map(units.map((u) => [u.id, u.pageUnit]))).toEqual(
+      new Map([
+        [sheet.document.id, 'sheet'],
+        [pdf.document.id, 'page'],
+        [text.document.id, null],
+      ]),
+    );
+
+    const chat = await t.deps.services.chats.create(owner.id, ws.id, { name: 'Chat', system_prompt: '', agent_framework: 'direct', model_parameters: {} });
+    const attached = await t.post(`/api/workspaces/${ws.id}/chats/${chat.id}/knowledge-bases/attach/`, { knowledge_base_ids: [kb.id] }, owner);
+    expect(attached.statusCode, attached.body).toBe(200);
+    const hits = await t.deps.services.knowledge.search({ workspaceId: ws.id, chatId: chat.id, query: 'copper kettle', limit: 6 });
+    const byDocument = new Map(hits.map((h) => [h.document_id, h]));
+    expect(byDocument.get(sheet.document.id)).toMatchObject({ page: 1, page_unit: 'sheet' });
+    expect(byDocument.get(pdf.document.id)).toMatchObject({ page: 1, page_unit: 'page' });
+    expect(byDocument.get(text.document.id)).toMatchObject({ page: null });
+    expect(byDocument.get(text.document.id)).not.toHaveProperty('page_unit');
+    const prompt = withKnowledgeContext(undefined, hits)!;
+    expect(prompt).toContain('(export, sheet 1)');
+    expect(prompt).toContain('(slides.pptx, page 1)');
+    expect(prompt).toMatch(/\(notes\.txt\)\n/);
   });
 });

@@ -1,4 +1,3 @@
-import { embedMany } from 'ai';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
 import type { Db, DbOrTx } from '../../db/client.js';
@@ -6,41 +5,31 @@ import { parseMediaType } from '../../platform/content-type.js';
 import { AppError } from '../../platform/errors.js';
 import { type SafeFetcher, youtubeVideoId } from '../../platform/fetch/fetcher.js';
 import { UnrecoverableJobError } from '../../platform/queue/jobs.js';
-import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
+import type { ServiceMetrics } from '../../platform/metrics.js';
 import type { JobContext, JobFailure } from '../../platform/queue/port.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
-import type { CreditService } from '../billing/index.js';
 import type { Plans } from '../billing/index.js';
 import { resolveBillingState } from '../billing/index.js';
 import { documentStore as repo } from '../documents/index.js';
-import { detectLanguage, EMBEDDING_DIMENSIONS, searchConfigFor } from '../documents/index.js';
-import type { ModelRegistry } from '../models/index.js';
+import { detectLanguage, searchConfigFor } from '../documents/index.js';
+import { EmbeddingError, type EmbeddingsService, type Generation } from '../embeddings/index.js';
 import { findWorkspace } from '../workspaces/index.js';
-import { ExtractionError, extractText } from './extract/index.js';
+import { ExtractionError, extractText, PAGE_UNITS } from './extract/index.js';
 import { IngestionError } from './ingestion.errors.js';
 import { fetchYoutubeTranscript } from './youtube-transcript.js';
 
 const GENERIC_FAILURE = 'The document could not be processed. Please try again later.';
-const EMBED_BATCH = 96;
 
 export interface IngestionServiceDeps {
   db: Db;
-  config: Pick<Config, 'EMBEDDING_MODEL' | 'YOUTUBE_BASE_URL'>;
+  config: Pick<Config, 'YOUTUBE_BASE_URL'>;
   plans: Plans;
-  credit: CreditService;
   storage: ObjectStorage;
   fetcher: SafeFetcher;
-  modelRegistry: ModelRegistry;
+  embeddings: EmbeddingsService;
   log: Logger;
-  metrics: Pick<ServiceMetrics, 'modelCall' | 'documentIngested'>;
+  metrics: Pick<ServiceMetrics, 'documentIngested'>;
 }
-
-/** Provider options asking each provider for our fixed embedding size. */
-const dimensionOptions = {
-  openai: { dimensions: EMBEDDING_DIMENSIONS },
-  openaiCompatible: { dimensions: EMBEDDING_DIMENSIONS },
-  google: { outputDimensionality: EMBEDDING_DIMENSIONS },
-};
 
 async function readObject(storage: ObjectStorage, key: string, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -79,60 +68,39 @@ function isRetryable(error: unknown): boolean {
  * (document deleted or reprocessed) is left alone.
  */
 export function createIngestionService(deps: IngestionServiceDeps) {
-  const { db, config, plans, credit, storage, fetcher, modelRegistry, log, metrics } = deps;
+  const { db, config, plans, storage, fetcher, embeddings, log, metrics } = deps;
 
+  /**
+   * The chunks' vectors in every generation new chunks need (embeddings.writeTargets: the
+   * configured model's, and while it is being built also the searched one's), each billed to the
+   * workspace once per task, however often its job runs.
+   */
   async function embed(
     taskId: string,
     workspaceId: string,
     texts: string[],
     userId: number | null,
     signal: AbortSignal | undefined,
-  ): Promise<number[][] | null> {
-    if (!config.EMBEDDING_MODEL || texts.length === 0) return null;
-    const { model, entry } = modelRegistry.embeddingModel(config.EMBEDDING_MODEL);
-    const estimate = (texts.join(' ').length / 4) * (entry.input_price_per_million / 1_000_000);
-    const reservation = await credit.admit({ workspace: workspaceId, estimate });
-    let tokens = 0;
-    const vectors: number[][] = [];
-    const record = timeModelCall(metrics, { kind: 'embedding', provider: entry.provider, model: entry.id });
-    try {
-      for (let i = 0; i < texts.length; i += EMBED_BATCH) {
-        const result = await embedMany({
-          model,
-          values: texts.slice(i, i + EMBED_BATCH),
-          providerOptions: dimensionOptions,
-          maxRetries: 2,
-          // The run's signal: aborted when it times out or another worker took the job over.
-          ...(signal ? { abortSignal: signal } : {}),
+  ): Promise<Array<{ generation: Generation; vectors: number[][] }>> {
+    if (texts.length === 0) return [];
+    const targets = await embeddings.writeTargets();
+    const results: Array<{ generation: Generation; vectors: number[][] }> = [];
+    for (const [i, generation] of targets.entries()) {
+      const referenceId = i === 0 ? `embedding:${taskId}` : `embedding:${taskId}:${generation.id}`;
+      try {
+        results.push({ generation, vectors: await embeddings.embedMetered({ workspaceId, generation, texts, referenceId, userId, signal }) });
+      } catch (error) {
+        if (!(error instanceof EmbeddingError)) throw error;
+        if (error.code === 'embedding_dimensions') {
+          throw new IngestionError('embedding_dimensions', 'The configured embedding model returns vectors of an unsupported size.');
+        }
+        throw new IngestionError('embedding_failed', 'Creating search embeddings failed. Please try again later.', {
+          cause: error.cause,
+          retryable: true,
         });
-        tokens += result.usage.tokens;
-        vectors.push(...result.embeddings);
       }
-    } catch (error) {
-      record('error', { inputTokens: tokens });
-      await credit.release(reservation);
-      throw new IngestionError('embedding_failed', 'Creating search embeddings failed. Please try again later.', {
-        cause: error,
-        retryable: true,
-      });
     }
-    const usage = {
-      kind: 'embedding' as const,
-      model: entry.id,
-      userId,
-      inputTokens: tokens,
-      // One charge per task, however often its job runs (a re-run after a crash settles nothing new).
-      referenceId: `embedding:${taskId}`,
-    };
-    record('ok', { inputTokens: tokens, costUsd: credit.costOf(usage) });
-    await credit.settle(reservation, usage);
-    if (vectors.some((v) => v.length !== EMBEDDING_DIMENSIONS)) {
-      throw new IngestionError(
-        'embedding_dimensions',
-        'The configured embedding model returns vectors of an unsupported size.',
-      );
-    }
-    return vectors;
+    return results;
   }
 
   /** The bytes to extract, and what we learnt about them (URL imports store what they fetched). */
@@ -181,10 +149,10 @@ export function createIngestionService(deps: IngestionServiceDeps) {
         const { chunkDocument } = await import('./chunk.js');
         const chunks = chunkDocument(extracted);
         if (chunks.length === 0) throw new IngestionError('no_text', 'No text could be found in this document.');
-        const language = detectLanguage(extracted.pages.map((p) => p.text).join('\n'));
+        const language = await detectLanguage(extracted.pages.map((p) => p.text).join('\n'));
         const searchConfig = searchConfigFor(language);
         context.signal?.throwIfAborted();
-        const embeddings = await embed(taskId, document.workspaceId, chunks.map((c) => c.content), document.uploadedBy, context.signal);
+        const generationVectors = await embed(taskId, document.workspaceId, chunks.map((c) => c.content), document.uploadedBy, context.signal);
         context.signal?.throwIfAborted();
 
         if (document.sourceKind !== 'upload') {
@@ -202,16 +170,21 @@ export function createIngestionService(deps: IngestionServiceDeps) {
           // Reprocessing or deletion meanwhile revoked this task: its result must not land.
           const current = await repo.lockTask(tx, taskId);
           if (!current || current.status === 'REVOKED') return false;
-          await repo.replaceChunks(
+          const chunkIds = await repo.replaceChunks(
             tx,
             document,
-            chunks.map((c, i) => ({ index: c.index, content: c.content, tokenCount: c.tokenCount, page: c.page, embedding: embeddings?.[i] ?? null })),
+            chunks.map((c) => ({ index: c.index, content: c.content, tokenCount: c.tokenCount, page: c.page })),
             searchConfig,
           );
+          for (const { generation, vectors } of generationVectors) {
+            await embeddings.store(tx, generation.id, chunkIds.map((chunkId, i) => ({ chunkId, vector: vectors[i]! })));
+          }
           await repo.updateDocument(tx, document.id, {
             processingStatus: 'ready',
             language,
             searchConfig,
+            // What the chunks' `page` counts, from the format actually read (not the file name).
+            pageUnit: extracted.format ? PAGE_UNITS[extracted.format] : null,
             ...(document.sourceKind !== 'upload'
               ? { size: fetched.bytes.length, contentType: parseMediaType(fetched.contentType).mime, storedAt: new Date() }
               : {}),

@@ -94,9 +94,8 @@ describe('reranking (RERANK_MODEL set)', () => {
     const searchWith = (app: TestApp, captured: ReturnType<typeof captureLog>) =>
       createKnowledgeSearch({
         db: app.deps.database.db,
-        config: { EMBEDDING_MODEL: undefined },
-        credit: app.deps.services.credit,
-        modelRegistry: app.deps.services.modelRegistry,
+        // Full text only: no query vector.
+        embeddings: { queryVector: async () => null },
         log: captured.log,
         metrics: noServiceMetrics,
         reranker: createReranker(

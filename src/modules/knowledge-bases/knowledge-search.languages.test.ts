@@ -56,6 +56,12 @@ const LANGUAGES = [
     text: '我们的退款政策很简单。年度订阅可以在三十天内申请退款，月度订阅不退款，但可以随时取消。',
     query: '如何取消订阅',
   },
+  {
+    language: 'jpn',
+    config: 'simple',
+    text: '年間サブスクリプションは三十日以内に返金を申請できます。月額プランは返金されませんが、いつでも解約できます。',
+    query: '解約する方法',
+  },
 ] as const;
 
 async function setup(app: TestApp) {
@@ -71,7 +77,7 @@ async function chatWith(app: TestApp, owner: TestUser, wsId: string, kbIds: stri
   return (query: string, limit = 6) => app.deps.services.knowledge.search({ workspaceId: wsId, chatId: chat.id, query, limit });
 }
 
-describe('documents in six languages', () => {
+describe('documents in seven languages', () => {
   it.each(LANGUAGES)('$language: stores the language, indexes with $config and finds the document by an inflected or unspaced query', async (lang) => {
     const { owner, ws } = await setup(t);
     const kb = await createKb(t, ws.id, owner);
@@ -124,6 +130,67 @@ describe('documents in six languages', () => {
     expect((await search('Kunde подписка')).map((h) => h.document_id).sort()).toEqual([de.id, ru.id].sort());
     expect((await search('Kunde')).map((h) => h.document_id)).toEqual([de.id]);
     expect((await search('подписка')).map((h) => h.document_id)).toEqual([ru.id]);
+  });
+});
+
+describe('languages indexed with `simple`', () => {
+  it('Korean: routed to `simple`, found by a query of its words (particles stay attached: a prefix finds the stem)', async () => {
+    const { owner, ws } = await setup(t);
+    const kb = await createKb(t, ws.id, owner);
+    const text = '연간 구독은 삼십 일 이내에 환불을 신청할 수 있습니다. 월간 요금제는 환불되지 않지만 언제든지 해지할 수 있습니다.';
+    const other = await readyTextDocument(t, ws.id, owner, 'Tomatoes need full sun and deep watering twice a week in the summer.', 'garden.txt', [kb.id]);
+    const doc = await readyTextDocument(t, ws.id, owner, text, 'ko.txt', [kb.id]);
+    const db = t.deps.database.db;
+    const [stored] = await db.select().from(documents).where(eq(documents.id, doc.id));
+    expect({ language: stored!.language, searchConfig: stored!.searchConfig }).toEqual({ language: 'kor', searchConfig: 'simple' });
+    const [chunk] = await queryRows<{ config: string; search_text: string | null }>(
+      db,
+      sql`SELECT ts_config::text AS config, search_text FROM document_chunks WHERE document_id = ${doc.id}`,
+    );
+    expect(chunk!.config).toBe('simple');
+    expect(chunk!.search_text).toContain('해지할 수 있습니다');
+    const search = await chatWith(t, owner, ws.id, [kb.id]);
+    expect((await search('언제든지 해지할 수 있나요')).map((h) => h.document_id)).toEqual([doc.id]);
+    expect((await search('환불*')).map((h) => h.document_id)).toEqual([doc.id]);
+    expect(await search('주식 투자')).toEqual([]);
+    expect((await search('tomatoes')).map((h) => h.document_id)).toEqual([other.id]);
+  });
+
+  it('a language without a PostgreSQL configuration (Polish) falls back to `simple` and is still searchable', async () => {
+    const { owner, ws } = await setup(t);
+    const kb = await createKb(t, ws.id, owner);
+    const text = 'Zwrot pieniędzy za roczne subskrypcje następuje w ciągu trzydziestu dni. Miesięczne plany nie podlegają zwrotowi, ale można je anulować w dowolnym momencie.';
+    const doc = await readyTextDocument(t, ws.id, owner, text, 'pl.txt', [kb.id]);
+    const db = t.deps.database.db;
+    const [stored] = await db.select().from(documents).where(eq(documents.id, doc.id));
+    expect({ language: stored!.language, searchConfig: stored!.searchConfig }).toEqual({ language: 'pol', searchConfig: 'simple' });
+    const chunks = await queryRows<{ config: string; search_text: string | null }>(
+      db,
+      sql`SELECT ts_config::text AS config, search_text FROM document_chunks WHERE document_id = ${doc.id}`,
+    );
+    expect(chunks).toEqual([{ config: 'simple', search_text: null }]);
+    const search = await chatWith(t, owner, ws.id, [kb.id]);
+    // Words as written (lower-cased), no stemming: another inflection needs a prefix.
+    expect((await search('Subskrypcje roczne')).map((h) => h.document_id)).toEqual([doc.id]);
+    expect((await search('"roczne subskrypcje"')).map((h) => h.document_id)).toEqual([doc.id]);
+    expect(await search('subskrypcja')).toEqual([]);
+    expect((await search('subskrypc*')).map((h) => h.document_id)).toEqual([doc.id]);
+  });
+});
+
+describe('the document API', () => {
+  it('reports the language detected at ingestion (GET, the list and a knowledge base\'s documents)', async () => {
+    const { owner, ws } = await setup(t);
+    const kb = await createKb(t, ws.id, owner);
+    const de = LANGUAGES.find((l) => l.language === 'deu')!;
+    const doc = await readyTextDocument(t, ws.id, owner, de.text, 'vertrag.txt', [kb.id]);
+    const base = `/api/workspaces/${ws.id}/documents/`;
+    const got = await t.get(`${base}${doc.id}/`, owner);
+    expect(got.statusCode, got.body).toBe(200);
+    expect(got.json()).toMatchObject({ id: doc.id, processing_status: 'ready', language: 'deu' });
+    expect((await t.get(base, owner)).json().results).toEqual([expect.objectContaining({ id: doc.id, language: 'deu' })]);
+    const inKb = (await t.get(`/api/workspaces/${ws.id}/knowledge-bases/${kb.id}/documents/`, owner)).json().results;
+    expect(inKb).toEqual([expect.objectContaining({ id: doc.id, language: 'deu' })]);
   });
 });
 

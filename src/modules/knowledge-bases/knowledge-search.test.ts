@@ -1,5 +1,5 @@
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, useTestApp } from '../../../test/support/app.js';
 import { createKb, kbsBase, LIFTED_THROTTLES, readyTextDocument } from '../../../test/support/documents.js';
 import { newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
@@ -143,6 +143,8 @@ describe('hybrid search (EMBEDDING_MODEL set)', () => {
     await app?.close();
     await fake?.close();
   });
+  // The file's other app empties the tables before each test.
+  beforeEach(() => app.deps.services.embeddings.forget());
 
   it('fuses full-text and vector ranks, embeds the query at 1536 dimensions and charges it', async () => {
     const w = await world(app);

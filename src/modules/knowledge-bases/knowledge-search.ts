@@ -1,13 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { embed } from 'ai';
 import type { Logger } from 'pino';
-import type { Config } from '../../config/env.js';
 import { type DbOrTx, queryRows } from '../../db/client.js';
 import { type SQL, sql } from 'drizzle-orm';
 import type { KnowledgeHit, KnowledgeSearch } from '../agents/index.js';
-import type { CreditService } from '../billing/index.js';
-import { EMBEDDING_DIMENSIONS, KNOWN_CONFIGS, segmentCjk } from '../documents/index.js';
-import type { ModelRegistry } from '../models/index.js';
+import { KNOWN_CONFIGS, type PageUnit, segmentCjk } from '../documents/index.js';
+import type { EmbeddingsService, Generation } from '../embeddings/index.js';
 import { chatHasKnowledge } from './knowledge-bases.repo.js';
 import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
 import { applyRerank, type Reranker } from './reranker.js';
@@ -25,6 +21,8 @@ interface Candidate {
   document_name: string;
   content: string;
   page: number | null;
+  /** What `page` counts (the document's `page_unit`, stored at ingestion from the format read). */
+  page_unit?: PageUnit | null;
 }
 
 /** The documents in the knowledge bases attached to a chat (the one scope rule of both searches). */
@@ -32,9 +30,6 @@ const chatDocumentIds = (chatId: string) => sql`
     SELECT kd.document_id FROM knowledge_base_documents kd
     JOIN chat_knowledge_bases ck ON ck.knowledge_base_id = kd.knowledge_base_id
     WHERE ck.session_id = ${chatId}`;
-
-/** Chunks of ready documents in the knowledge bases attached to a chat. */
-const chatChunks = (chatId: string) => sql`c.document_id IN (${chatDocumentIds(chatId)}) AND d.processing_status = 'ready'`;
 
 /** Rows each tier of the lexical search reads before ranking (see lexicalCandidates). */
 export const LEXICAL_POOL = 100;
@@ -162,25 +157,66 @@ export async function lexicalStatement(db: DbOrTx, chatId: string, query: string
       },
     );
   if (branches.length === 0) return null;
-  return sql`SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, ranked.rank
+  return sql`SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, d.page_unit, ranked.rank
         FROM (${sql.join(branches, sql` UNION ALL `)}) ranked
         JOIN document_chunks c ON c.id = ranked.id JOIN documents d ON d.id = c.document_id
         ORDER BY ranked.rank DESC, c.id
         LIMIT ${limit}`;
 }
 
-/** Nearest chunks by cosine distance. The ORDER BY must be the bare distance: any tie-breaker
- * column stops PostgreSQL from using the HNSW index (bench/RESULTS.md shows both plans). */
-export async function vectorCandidates(db: DbOrTx, chatId: string, vector: number[], limit = CANDIDATES) {
+/**
+ * Scopes of at most this many chunks (a chat whose knowledge bases are a small part of the
+ * index) are ranked exactly, every vector compared; larger ones through the generation's HNSW
+ * index with an iterative scan. Chosen by measurement (bench/RESULTS.md, issue 15): the exact
+ * ranking costs ~7.5 µs per vector (800: 7 ms p50), so 4,000 stay within the 30 ms search budget
+ * and are never wrong, while an iterative scan for a scope of 1 % of the index took 90 ms p50 and
+ * recall@10 0.93 (2,800 of 300,000 chunks).
+ */
+export const EXACT_SCAN_MAX = 4000;
+
+/**
+ * Nearest chunks by cosine distance in one generation's vectors, among the chat's ready documents;
+ * one statement. The chat's documents are read once (an InitPlan), then one of two branches runs,
+ * by a bounded count of the scope's vectors: the exact one (ORDER BY the full-precision distance,
+ * which no index provides, over the document index) or the approximate one (ORDER BY the
+ * generation's index expression, `embedding::halfvec(n) <=> query`, with the document filter
+ * (written so that no btree index can serve it, else the planner prefers it) applied during the
+ * scan: the connection's `hnsw.iterative_scan = relaxed_order` keeps scanning
+ * until enough rows pass it; db/client.ts). The approximate order is re-sorted by the
+ * full-precision distance. Any other ORDER BY, or a tie-breaker, stops PostgreSQL from using the
+ * index (bench/RESULTS.md shows the plans).
+ */
+export async function vectorCandidates(db: DbOrTx, chatId: string, generation: Generation, vector: number[], limit = CANDIDATES) {
+  return queryRows<Candidate & { distance: number }>(db, vectorStatement(chatId, generation, vector, limit));
+}
+
+/** The statement of vectorCandidates (the benchmark EXPLAINs it). */
+export function vectorStatement(chatId: string, generation: Generation, vector: number[], limit = CANDIDATES): SQL {
   const literal = `[${vector.join(',')}]`;
-  return queryRows<Candidate & { distance: number }>(
-    db,
-    sql`SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, c.embedding <=> ${literal}::vector AS distance
-        FROM document_chunks c JOIN documents d ON d.id = c.document_id
-        WHERE c.embedding IS NOT NULL AND ${chatChunks(chatId)}
-        ORDER BY c.embedding <=> ${literal}::vector
-        LIMIT ${limit}`,
-  );
+  // Integers of our own (a generation row); literal so the planner matches the partial index.
+  const id = sql.raw(String(Math.trunc(generation.id)));
+  const half = sql.raw(`halfvec(${Math.trunc(generation.dimensions)})`);
+  const scope = sql`e.generation = ${id} AND e.document_id = ANY((SELECT ids FROM docs)::uuid[])`;
+  return sql`WITH query AS MATERIALIZED (SELECT ${literal}::vector AS v),
+        docs AS MATERIALIZED (
+          SELECT coalesce(array_agg(d.id), '{}') AS ids FROM documents d
+          WHERE d.processing_status = 'ready' AND d.id IN (${chatDocumentIds(chatId)})),
+        scoped AS MATERIALIZED (
+          SELECT count(*) AS n FROM (SELECT 1 FROM chunk_embeddings e WHERE ${scope} LIMIT ${EXACT_SCAN_MAX + 1}) s),
+        hits AS (
+          (SELECT e.chunk_id, e.embedding <=> (SELECT v FROM query) AS distance FROM chunk_embeddings e
+           WHERE (SELECT n FROM scoped) <= ${EXACT_SCAN_MAX} AND ${scope}
+           ORDER BY distance LIMIT ${limit})
+          UNION ALL
+          (SELECT e.chunk_id, e.embedding <=> (SELECT v FROM query) AS distance FROM chunk_embeddings e
+           WHERE (SELECT n FROM scoped) > ${EXACT_SCAN_MAX} AND e.generation = ${id}
+             -- Compared as text so no btree index matches: the planner would take the document
+             -- index and rank every vector in scope (4 s at 100,000; bench/RESULTS.md).
+             AND e.document_id::text = ANY((SELECT ids FROM docs)::text[])
+           ORDER BY e.embedding::${half} <=> (SELECT v::${half} FROM query) LIMIT ${limit}))
+        SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, d.page_unit, hits.distance
+        FROM hits JOIN document_chunks c ON c.id = hits.chunk_id JOIN documents d ON d.id = c.document_id
+        ORDER BY hits.distance, c.id`;
 }
 
 /** Reciprocal-rank fusion of ranked lists: score = Σ 1 / (k + rank). */
@@ -202,6 +238,8 @@ export function fuse(lists: Candidate[][], limit: number): KnowledgeHit[] {
       document_name: candidate.document_name,
       content: candidate.content,
       page: candidate.page,
+      // Named only where there is a page to count.
+      ...(candidate.page != null ? { page_unit: candidate.page_unit ?? 'page' } : {}),
       score: Math.round(score * 1e6) / 1e6,
     }));
 }
@@ -215,14 +253,12 @@ export function fuse(lists: Candidate[][], limit: number): KnowledgeHit[] {
  */
 export function createKnowledgeSearch(deps: {
   db: DbOrTx;
-  config: Pick<Config, 'EMBEDDING_MODEL'>;
-  credit: CreditService;
-  modelRegistry: ModelRegistry;
+  embeddings: Pick<EmbeddingsService, 'queryVector'>;
   log: Logger;
   metrics: Pick<ServiceMetrics, 'modelCall'>;
   reranker?: Reranker | null;
 }): KnowledgeSearch {
-  const { db, config, credit, modelRegistry, log, metrics, reranker } = deps;
+  const { db, embeddings, log, metrics, reranker } = deps;
 
   async function rerank(query: string, hits: KnowledgeHit[]): Promise<KnowledgeHit[]> {
     if (!reranker || hits.length === 0) return hits;
@@ -239,43 +275,12 @@ export function createKnowledgeSearch(deps: {
     }
   }
 
-  async function queryVector(workspaceId: string, query: string): Promise<number[] | null> {
-    if (!config.EMBEDDING_MODEL) return null;
-    try {
-      const { model, entry } = modelRegistry.embeddingModel(config.EMBEDDING_MODEL);
-      const reservation = await credit.admit({ workspace: workspaceId, estimate: (query.length / 4) * (entry.input_price_per_million / 1e6) });
-      const record = timeModelCall(metrics, { kind: 'embedding', provider: entry.provider, model: entry.id });
-      const result = await embed({
-        model,
-        value: query,
-        maxRetries: 1,
-        providerOptions: {
-          openai: { dimensions: EMBEDDING_DIMENSIONS },
-          openaiCompatible: { dimensions: EMBEDDING_DIMENSIONS },
-          google: { outputDimensionality: EMBEDDING_DIMENSIONS },
-        },
-      }).catch(async (error: unknown) => {
-        record('error');
-        await credit.release(reservation);
-        throw error;
-      });
-      const usage = { kind: 'embedding' as const, model: entry.id, inputTokens: result.usage.tokens, referenceId: `search:${randomUUID()}` };
-      record('ok', { inputTokens: usage.inputTokens, costUsd: credit.costOf(usage) });
-      await credit.settle(reservation, usage);
-      return result.embedding.length === EMBEDDING_DIMENSIONS ? result.embedding : null;
-    } catch (error) {
-      // Search still answers from full text: a missing vector only lowers recall.
-      log.warn({ err: error }, 'query embedding failed; searching full text only');
-      return null;
-    }
-  }
-
   return {
     hasKnowledge: (chatId) => chatHasKnowledge(db, chatId),
     async search({ workspaceId, chatId, query, limit }) {
       const [lexical, vector] = await Promise.all([
         lexicalCandidates(db, chatId, query),
-        queryVector(workspaceId, query).then((v) => (v ? vectorCandidates(db, chatId, v) : [])),
+        embeddings.queryVector(workspaceId, query).then((q) => (q ? vectorCandidates(db, chatId, q.generation, q.vector) : [])),
       ]);
       if (!reranker) return fuse([lexical, vector], limit);
       const pool = Math.max(limit, Math.min(limit * 3, RERANK_POOL));

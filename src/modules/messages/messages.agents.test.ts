@@ -55,7 +55,7 @@ describe('agent frameworks', () => {
     const toolMessage = second!.body.messages.find((m: { role: string }) => m.role === 'tool');
     expect(toolMessage.tool_call_id).toBe('call_kb1');
     expect(JSON.parse(toolMessage.content)).toEqual([
-      { chunk_id: 'chunk-2', document: 'Handbook.pdf', page: 4, content: 'Vacation: 25 days a year.' },
+      { chunk_id: 'chunk-2', document: 'Handbook.pdf', page: 4, page_unit: 'page', content: 'Vacation: 25 days a year.' },
       { chunk_id: 'chunk-9', document: 'Policy.md', page: null, content: 'Carry over up to 5 days.' },
     ]);
 

@@ -1,4 +1,5 @@
-import { and, asc, count, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, inArray, type Placeholder, type SQL, sql } from 'drizzle-orm';
+import { newId } from '../../db/columns.js';
 import type { DbOrTx } from '../../db/client.js';
 import { agentTasks, messages } from './messages.table.js';
 
@@ -39,40 +40,114 @@ export async function findReplyOfStream(db: DbOrTx, chatId: string, streamId: st
   return row;
 }
 
-/** The newest reply of the chat, under which a new user message hangs. */
-/** The branch from the first message down to `messageId`, in conversation order (one statement). */
-export async function findPath(db: DbOrTx, messageId: string): Promise<MessageRow[]> {
-  const rows = await db
+/** The chat's newest reply, under which a new user message hangs (a scalar subquery). */
+const newestReplyOf = (chatId: string | Placeholder) => sql`(SELECT id FROM ${messages} WHERE ${messages.sessionId} = ${chatId} AND ${messages.role} = 'assistant'
+    ORDER BY ${messages.createdAt} DESC, ${messages.id} DESC LIMIT 1)`;
+
+/** The branch from the first message down to the message `leaf` selects (a statement to prepare). */
+function pathStatement(db: DbOrTx, leaf: SQL | Placeholder, name: string) {
+  return db
     .select()
     .from(messages)
     .where(
       sql`${messages.id} IN (
         WITH RECURSIVE path(id, parent_id, depth) AS (
-          SELECT id, parent_id, 0 FROM messages WHERE id = ${messageId}
+          SELECT id, parent_id, 0 FROM messages WHERE id = ${leaf}
           UNION ALL
           SELECT m.id, m.parent_id, p.depth + 1 FROM messages m JOIN path p ON m.id = p.parent_id
           WHERE p.depth < 10000
         )
         SELECT id FROM path)`,
-    );
-  // Walked from the leaf up its parents, then reversed: the order is the tree's, not the clock's.
+    )
+    .prepare(name);
+}
+
+/**
+ * The statements of every turn, prepared once per database: Drizzle builds their SQL once (it
+ * was a good part of a send's CPU), and PostgreSQL parses and plans them once per connection.
+ */
+function turnStatements(db: DbOrTx) {
+  const chatId = sql.placeholder('chatId');
+  return {
+    path: pathStatement(db, sql.placeholder('messageId'), 'messages_path'),
+    pathToNewestReply: pathStatement(db, newestReplyOf(chatId), 'messages_path_to_newest_reply'),
+    insertUnderNewestReply: db
+      .insert(messages)
+      .values({
+        id: sql.placeholder('id'),
+        sessionId: chatId,
+        role: sql.placeholder('role'),
+        content: sql.placeholder('content'),
+        authorId: sql.placeholder('authorId'),
+        attachments: sql.placeholder('attachments'),
+        parentId: newestReplyOf(chatId),
+      })
+      .returning()
+      .prepare('messages_insert_under_newest_reply'),
+    insertReplyOnce: db
+      .insert(messages)
+      .values({
+        id: sql.placeholder('id'),
+        sessionId: sql.placeholder('sessionId'),
+        role: sql.placeholder('role'),
+        content: sql.placeholder('content'),
+        parentId: sql.placeholder('parentId'),
+        stopped: sql.placeholder('stopped'),
+        usage: sql.placeholder('usage'),
+        aiModel: sql.placeholder('aiModel'),
+        sources: sql.placeholder('sources'),
+        streamId: sql.placeholder('streamId'),
+      })
+      .onConflictDoNothing({ target: messages.id })
+      .returning()
+      .prepare('messages_insert_reply_once'),
+  };
+}
+
+const prepared = new WeakMap<DbOrTx, ReturnType<typeof turnStatements>>();
+function statements(db: DbOrTx) {
+  let found = prepared.get(db);
+  if (!found) prepared.set(db, (found = turnStatements(db)));
+  return found;
+}
+
+/** In conversation order: walked from the leaf (the one row no other row hangs under) up its parents, then reversed. */
+function inTreeOrder(rows: MessageRow[]): MessageRow[] {
   const byId = new Map(rows.map((row) => [row.id, row]));
+  const parents = new Set(rows.map((row) => row.parentId));
   const path: MessageRow[] = [];
-  for (let row = byId.get(messageId); row; row = row.parentId ? byId.get(row.parentId) : undefined) path.push(row);
+  for (let row = rows.find((r) => !parents.has(r.id)); row; row = row.parentId ? byId.get(row.parentId) : undefined) path.push(row);
   return path.reverse();
 }
+
+/** The branch from the first message down to `messageId`, in conversation order (one statement). */
+export const findPath = async (db: DbOrTx, messageId: string): Promise<MessageRow[]> =>
+  inTreeOrder(await statements(db).path.execute({ messageId }));
+
+/**
+ * The branch down to the chat's newest reply: the path of a user message about to be inserted
+ * under it (insertUnderNewestReply), read before or beside the insert. Whoever uses it checks
+ * that the inserted message's parent is its last row (another reply may land in between).
+ */
+export const findPathToNewestReply = async (db: DbOrTx, chatId: string): Promise<MessageRow[]> =>
+  inTreeOrder(await statements(db).pathToNewestReply.execute({ chatId }));
 
 /**
  * Inserts a user message under the chat's newest reply (the parent is found in the same
  * statement).
  */
-export async function insertUnderNewestReply(db: DbOrTx, values: Omit<NewMessage, 'parentId'>): Promise<MessageRow> {
-  const newestReply = sql`(SELECT id FROM ${messages} WHERE ${messages.sessionId} = ${values.sessionId} AND ${messages.role} = 'assistant'
-    ORDER BY ${messages.createdAt} DESC, ${messages.id} DESC LIMIT 1)`;
-  const [row] = await db
-    .insert(messages)
-    .values({ ...values, parentId: newestReply })
-    .returning();
+export async function insertUnderNewestReply(
+  db: DbOrTx,
+  values: Pick<NewMessage, 'sessionId' | 'role' | 'content' | 'authorId' | 'attachments'>,
+): Promise<MessageRow> {
+  const [row] = await statements(db).insertUnderNewestReply.execute({
+    id: newId(),
+    chatId: values.sessionId,
+    role: values.role,
+    content: values.content ?? '',
+    authorId: values.authorId ?? null,
+    attachments: values.attachments ?? [],
+  });
   return row!;
 }
 
@@ -81,9 +156,12 @@ export async function insertMessage(db: DbOrTx, values: NewMessage): Promise<Mes
   return row!;
 }
 
+/** A reply as runTurn saves it. */
+export type ReplyValues = Required<Pick<NewMessage, 'id' | 'sessionId' | 'role' | 'content' | 'parentId' | 'stopped' | 'usage' | 'aiModel' | 'sources' | 'streamId'>>;
+
 /** Inserts a message whose id is fixed in advance; a second insert of that id returns the first. */
-export async function insertMessageOnce(db: DbOrTx, values: NewMessage & { id: string }): Promise<MessageRow> {
-  const [row] = await db.insert(messages).values(values).onConflictDoNothing({ target: messages.id }).returning();
+export async function insertMessageOnce(db: DbOrTx, values: ReplyValues): Promise<MessageRow> {
+  const [row] = await statements(db).insertReplyOnce.execute(values);
   if (row) return row;
   const [existing] = await db.select().from(messages).where(eq(messages.id, values.id));
   return existing!;

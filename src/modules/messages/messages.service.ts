@@ -72,6 +72,7 @@ export interface MessagesServiceDeps {
 
 export function createMessagesService(deps: MessagesServiceDeps) {
   const { db, config, agentAsync, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, touchChat, jobs, log, metrics } = deps;
+  const { runTurn, readTurnContext } = createTurnRunner({ db, credit, storage, knowledge, streams, touchChat, log, metrics });
 
   /**
    * Phase one's checks for every turn: the per-user throttle, then the billing gate (archived,
@@ -138,8 +139,15 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     const access = await loadChat(db, workspaceId, chatId, userId, 'write');
     if (!(Symbol.asyncIterator in input)) {
       if (!input.content.trim()) throw messageErrors.emptyMessage();
-      const admitted = await admitTurn(access, userId, input.content);
-      return prepareTurn(access, userId, admitted, insertUserMessage(chatId, userId, input.content, []), input.stream_id);
+      await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
+      // Past the throttle, phase two's reads start beside the billing gate and the insert (the
+      // branch under the newest reply, checked against the inserted message's parent); a refusal
+      // by the gate leaves them unused.
+      const model = catalog.chatModel(access.chat.aiModel);
+      const context = model && readTurnContext(access.chat, model, repo.findPathToNewestReply(db, chatId));
+      const admitted = await admitModelCall(access, input.content);
+      const turn = await prepareTurn(access, userId, admitted, insertUserMessage(chatId, userId, input.content, []), input.stream_id);
+      return context ? { ...turn, context } : turn;
     }
     const admitted = await admitTurn(access, userId, '');
     let attachments: MessageAttachment[] = [];
@@ -184,7 +192,6 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     return prepareTurn(access, userId, admitted, () => repo.updateMessage(db, message.id, { content }), streamId);
   }
 
-  const runTurn = createTurnRunner({ db, credit, storage, knowledge, streams, touchChat, log, metrics });
   const streamTurn = createTurnStreamer({ runTurn, eventBuffer, log, metrics });
   const reattach = createReattach({ db, eventBuffer });
 

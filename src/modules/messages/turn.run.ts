@@ -15,7 +15,7 @@ import { attachmentToParts } from './attachments.js';
 import * as repo from './messages.repo.js';
 import type { StreamControl } from './stream-control.js';
 import { newId } from '../../db/columns.js';
-import type { GenerationResult, PreparedTurn } from './turn.js';
+import type { GenerationResult, PreparedTurn, TurnContext } from './turn.js';
 
 /** Chunks one knowledge search returns (the `tools` search and `direct`'s retrieval alike). */
 const KNOWLEDGE_SEARCH_LIMIT = 6;
@@ -62,6 +62,18 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       result.push({ role: 'user', content: parts.length ? parts : [{ type: 'text', text: '' }] });
     }
     return result;
+  }
+
+  /**
+   * Starts the reads phase two needs besides the turn: `branch`, and whether the chat has
+   * knowledge the chat's framework will use with this model. Both promises are marked handled.
+   */
+  function readTurnContext(chat: PreparedTurn['access']['chat'], model: ChatModel, branch: Promise<repo.MessageRow[]>): TurnContext {
+    const framework = agentFramework(chat.agentFramework);
+    const uses = model.supports_tools || !framework.searchesThroughTools;
+    const hasKnowledge = uses ? knowledge.hasKnowledge(chat.id) : Promise.resolve(false);
+    for (const read of [branch, hasKnowledge]) read.catch(() => undefined);
+    return { branch, hasKnowledge };
   }
 
   /** Runs the agent for a turn and saves the reply; stops are honoured through `streams`. */
@@ -111,12 +123,22 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     return streams.run(chat.id, turn.streamId, async (signal) => {
       try {
         const framework = agentFramework(chat.agentFramework);
-        // Two reads side by side (on PostgreSQL, two connections: one round trip less before the model).
-        const [path, hasKnowledge] = await Promise.all([
-          repo.findPath(db, userMessage.id),
-          (model.supports_tools || !framework.searchesThroughTools) && knowledge.hasKnowledge(chat.id),
-        ]);
+        // Read during phase one when it could be (TurnContext), else here, side by side.
+        const early = turn.context;
+        const context = early ?? readTurnContext(chat, model, repo.findPath(db, userMessage.id));
+        const [branch, hasKnowledge] = await Promise.all([context.branch, context.hasKnowledge]);
+        // Read once; the turn no longer holds the rows while the reply streams.
+        turn.context = undefined;
+        // The branch read beside the insert ends with the message's parent, unless another reply
+        // landed in between: then the message's own path is read.
+        const path = early
+          ? (branch.at(-1)?.id ?? null) === userMessage.parentId
+            ? [...branch, userMessage]
+            : await repo.findPath(db, userMessage.id)
+          : branch;
         const messages = await toModelMessages(path, model);
+        // Estimated now, so that the branch's rows are not held for the whole reply.
+        const promptEstimate = estimateTokens(path.map((m) => m.content).join('\n') + (chat.systemPrompt ?? ''));
         let outcome;
         try {
           outcome = await withSpan(
@@ -152,8 +174,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           throw error instanceof ModelCallError ? error : new ModelCallError(error);
         }
         // A stopped stream often ends before the provider reports usage: bill an estimate of what was produced.
-        const promptText = path.map((m) => m.content).join('\n') + (chat.systemPrompt ?? '');
-        const inputTokens = outcome.usage?.inputTokens || estimateTokens(promptText);
+        const inputTokens = outcome.usage?.inputTokens || promptEstimate;
         const outputTokens = outcome.usage?.outputTokens ?? estimateTokens(outcome.text);
         const usage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
         recordCall(outcome.stopped ? 'stopped' : 'ok', inputTokens, outputTokens);
@@ -194,5 +215,5 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     });
   }
 
-  return runTurn;
+  return { runTurn, readTurnContext };
 }

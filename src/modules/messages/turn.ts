@@ -23,6 +23,20 @@ export interface PreparedTurn {
   streamId: string;
   /** The reply's id when it is fixed in advance (an agent task's), so that saving it twice saves it once. */
   replyId?: string;
+  /** Reads of phase two started while phase one ran (TurnContext); absent: phase two reads them. */
+  context?: TurnContext;
+}
+
+/**
+ * What the model call needs besides the turn, read side by side with the gate (issue 14: fewer
+ * round trips in series before the model). Each promise is already handled, so a turn refused in
+ * phase one leaves no unhandled rejection behind.
+ */
+export interface TurnContext {
+  /** The branch the user message hangs under (its parent last); checked against the message's parent. */
+  branch: Promise<repo.MessageRow[]>;
+  /** Whether the chat has knowledge the framework will use (false when it will not use it). */
+  hasKnowledge: Promise<boolean>;
 }
 
 /** What a JSON send answers: the saved reply, or the user message whose reply was queued. */

@@ -212,8 +212,8 @@ export const accessTags = {
   membership: (workspaceId: string, userId: number) => `membership:${workspaceId.toLowerCase()}:${userId}`,
   /** Every member's cached chat list of one workspace (chats.service): any chat, share or activity change. */
   chatList: (workspaceId: string) => `chat-list:${workspaceId.toLowerCase()}`,
-  /** Every cached billing state (any payment-provider event may move any workspace's plan). */
+  /** Every cached billing state (a catalog change, a product's plan or a price, may move any workspace's plan). */
   billing: () => 'billing',
-  /** One workspace's cached billing state (an operator's plan override). */
+  /** One workspace's cached billing state (an operator's plan override, a subscription event). */
   billingOf: (workspaceId: string) => `billing:${workspaceId.toLowerCase()}`,
 };

@@ -69,3 +69,53 @@ describe('a plan change reaches the other instance’s gate within a second', ()
     await within1s(ws.id, 'model_not_in_plan');
   });
 });
+
+describe('what a payment-provider event drops', () => {
+  /**
+   * The billing tags of every invalidation published on the shared pub/sub, in order. Messages of
+   * one publisher arrive in order, so once a later event's tags are seen, an earlier event that
+   * published nothing has shown it.
+   */
+  async function published() {
+    const seen: string[][] = [];
+    const unsubscribe = await a.deps.pubsub.subscribe('cache-invalidate', (message) => {
+      const tags = (JSON.parse(message) as string[]).filter((tag) => tag.startsWith('billing'));
+      if (tags.length) seen.push(tags);
+    });
+    const next = async () => {
+      await waitUntil(() => (seen.length ? true : undefined), 1000);
+      return seen.shift()!;
+    };
+    return { seen, next, unsubscribe };
+  }
+
+  it('a subscription event that applied drops its workspace only; a stale, duplicate or skipped event nothing', async () => {
+    const owner = await newUser(a);
+    const ws = await newWorkspace(a, owner);
+    const customer = `cus_drop_${owner.id}`;
+    await a.deps.database.db.insert(billingCustomers).values({ providerCustomerId: customer, userId: owner.id });
+    const created = Math.floor(Date.now() / 1000) - 3600;
+    const bus = await published();
+    try {
+      await deliver(a, providerEvent('product.created', productObject({ id: 'prod_drop', metadata: { plan: 'team' } }), { created }));
+      expect(await bus.next()).toEqual(['billing']);
+
+      const sub = (status: string) => subscriptionObject({ id: `sub_drop_${owner.id}`, customer, workspaceId: ws.id, status, items: [{ price: 'price_drop', product: 'prod_drop' }] });
+      const applied = providerEvent('customer.subscription.created', sub('active'), { created: created + 10 });
+      expect((await deliver(a, applied)).json().outcome).toBe('applied');
+      expect(await bus.next()).toEqual([`billing:${ws.id}`]);
+
+      expect((await deliver(a, providerEvent('customer.subscription.updated', sub('past_due'), { created: created + 5 }))).json().outcome).toBe('stale');
+      expect((await deliver(a, applied)).json().duplicate).toBe(true);
+      const stranger = subscriptionObject({ customer: 'cus_nobody', workspaceId: ws.id, items: [{ price: 'price_drop', product: 'prod_drop' }] });
+      expect((await deliver(a, providerEvent('customer.subscription.created', stranger))).json().outcome).toBe('skipped');
+      expect((await deliver(a, providerEvent('product.updated', productObject({ id: 'prod_drop' }), { created: created - 10 }))).json().outcome).toBe('stale');
+      // A marker that applies: nothing was published before it.
+      await deliver(a, providerEvent('price.created', priceObject({ id: `price_drop_${owner.id}`, product: 'prod_drop' }), { created }));
+      expect(await bus.next()).toEqual(['billing']);
+      expect(bus.seen).toEqual([]);
+    } finally {
+      await bus.unsubscribe();
+    }
+  });
+});

@@ -82,8 +82,9 @@ const RESERVATION_TTL_MS = 15 * 60_000;
 export interface CreditServiceDeps {
   db: Db;
   /**
-   * The gate's billing inputs cached per workspace (src/deps.ts), dropped in every process by any
-   * payment-provider event (webhook service) and by an operator's override of that workspace.
+   * The gate's billing inputs cached per workspace (src/deps.ts), dropped in every process by a
+   * payment-provider event that applied (webhook service: the subscription's workspaces, or every
+   * workspace for a product or price) and by an operator's override of that workspace.
    * Without it every gate reads them (one statement).
    */
   billingCache?: CacheRegion<BillingInputs>;

@@ -1,12 +1,10 @@
 import { and, desc, eq, type SQL, sql } from 'drizzle-orm';
 import { type DbOrTx, queryRows } from '../../../db/client.js';
 import { webhookEvents } from '../billing.table.js';
-import type { WebhookOutcome } from './webhook.schemas.js';
 
 /**
- * The webhook inbox (`webhook_events`): one row per provider event id, claimed in the transaction
- * that applies the event and finished with its outcome; kept payloads for replay, cleared after
- * their retention.
+ * The webhook inbox (`webhook_events`): one row per provider event id, recorded with its outcome
+ * by the statement that applies the event; kept payloads for replay, cleared after their retention.
  */
 
 export type WebhookEventRow = typeof webhookEvents.$inferSelect;
@@ -20,60 +18,48 @@ export interface InboxEvent {
 }
 
 /**
- * Claims an event for processing inside the caller's transaction: inserts it, or takes over a
- * previous `failed` attempt (attempts + 1); a duplicate is an event already recorded with a final
- * outcome. A concurrent claim of the same id waits on the primary key until this transaction
- * ends, then sees the committed outcome. The placeholder outcome `failed` is never committed: the
- * mirror finishes the event (`finishCte`, `finishEvent`), or the transaction rolls back.
- *
- * The claim comes as parts of one statement, so a mirror claims the event and reads or writes its
- * object in a single round trip: `cte` is a `WITH` entry named `claim` (its rows: the
- * claimed id, none for a duplicate), `columns` the select-list entries `claimed` (boolean) and
- * `previous` (the recorded outcome of a duplicate, as committed when the statement started; null
- * when it committed later). Without an event (a replay, which locked its row with `lockEvent`),
- * the event counts as claimed.
+ * The inbox's parts of a mirror's one statement (an event is one statement, without an explicit
+ * transaction: docs/decisions.md, "Hot paths"). `previous` is an SQL expression, the event's
+ * outcome as recorded in the statement's snapshot (null: none; `failed`: an earlier attempt
+ * failed, so this one may take over). `record(outcome, when)` is a `WITH` entry named `recorded`
+ * that records the event with its final outcome when `when` holds, returning its id: it inserts
+ * the event or takes over a `failed` attempt (attempts + 1); it returns nothing when the event is
+ * already recorded with a final outcome, including by a concurrent delivery that committed after
+ * the statement began (the insert waits on the primary key for it). The mirror writes only when
+ * `previous` is not final and records the event in the same statement, so a redelivery is a
+ * no-op. Without an event (a replay), `previous` is null and `record` sets the outcome of the
+ * event's existing row.
  */
-export interface ClaimParts {
-  cte: SQL;
-  columns: SQL;
+export interface InboxParts {
+  previous: SQL;
+  record(outcome: SQL, when: SQL): SQL;
 }
 
-export function claimParts(event: InboxEvent | null): ClaimParts {
-  if (!event) return { cte: sql`claim AS (SELECT 1)`, columns: sql`true AS claimed, NULL::text AS previous` };
+export function inboxParts(id: string, event: InboxEvent | null): InboxParts {
+  if (!event) {
+    return {
+      previous: sql`NULL::text`,
+      record: (outcome, when) =>
+        sql`recorded AS (UPDATE webhook_events SET outcome = ${outcome}, error = NULL WHERE id = ${id} AND ${when} RETURNING id)`,
+    };
+  }
   const now = new Date().toISOString();
   return {
-    cte: sql`claim AS (
+    previous: sql`(SELECT w.outcome FROM webhook_events w WHERE w.id = ${id})`,
+    record: (outcome, when) => sql`recorded AS (
       INSERT INTO webhook_events (id, type, created_at, outcome, attempts, payload)
-      VALUES (${event.id}, ${event.type}, ${event.createdAt.toISOString()}::timestamptz, 'failed', 1, ${event.payload})
-      ON CONFLICT (id) DO UPDATE SET attempts = webhook_events.attempts + 1, error = NULL,
+      SELECT ${event.id}, ${event.type}, ${event.createdAt.toISOString()}::timestamptz, ${outcome}, 1, ${event.payload}::text
+      WHERE ${when}
+      ON CONFLICT (id) DO UPDATE SET outcome = excluded.outcome, attempts = webhook_events.attempts + 1, error = NULL,
         received_at = ${now}::timestamptz, payload = excluded.payload
       WHERE webhook_events.outcome = 'failed'
       RETURNING id
     )`,
-    columns: sql`EXISTS (SELECT 1 FROM claim) AS claimed, (SELECT w.outcome FROM webhook_events w WHERE w.id = ${event.id}) AS previous`,
   };
-}
-
-/**
- * `finishEvent` as a `WITH` entry named `finish`, for the statement that writes the mirror (the
- * event was claimed by an earlier statement of the transaction); `when` gates it.
- */
-export function finishCte(id: string, outcome: WebhookOutcome, when: SQL = sql`true`): SQL {
-  return sql`finish AS (UPDATE webhook_events SET outcome = ${outcome}, error = NULL WHERE id = ${id} AND ${when})`;
-}
-
-export async function finishEvent(tx: DbOrTx, id: string, outcome: WebhookOutcome, error: string | null = null) {
-  await tx.update(webhookEvents).set({ outcome, error }).where(eq(webhookEvents.id, id));
 }
 
 export async function findEvent(db: DbOrTx, id: string): Promise<WebhookEventRow | undefined> {
   const [row] = await db.select().from(webhookEvents).where(eq(webhookEvents.id, id));
-  return row;
-}
-
-/** The event's inbox row, locked until the transaction ends (a replay against a concurrent delivery). */
-export async function lockEvent(tx: DbOrTx, id: string): Promise<WebhookEventRow | undefined> {
-  const [row] = await tx.select().from(webhookEvents).where(eq(webhookEvents.id, id)).for('update');
   return row;
 }
 

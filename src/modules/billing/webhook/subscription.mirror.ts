@@ -42,112 +42,87 @@ export interface Duplicate {
   previous: WebhookOutcome | null;
 }
 
+/** An event processed: its outcome, and the workspaces whose billing state it changed. */
+export interface Processed {
+  outcome: WebhookOutcome;
+  /** Workspaces whose cached billing state must go (a subscription event that applied). */
+  workspaces: string[];
+}
+
+/** Runs of one event's statement when concurrent events keep changing its object first. */
+export const MAX_RUNS = 20;
+
 /**
  * Mirrors a `customer.subscription.*` event under the ordering rules of createWebhookService
- * (webhook.service.ts), then attaches the subscription to its workspace. Claims the event in the
- * inbox (`claim`; null for a replay, whose inbox row is already locked) and finishes it with the
- * outcome, in the same transaction: two statements (claim + customer + locked subscription; the
- * write + items + workspace + inbox outcome), a third when a freed workspace goes to a waiting
- * subscription. Throws the unique violation of ONE_GRANTING_INDEX when a concurrent transaction
- * attached another access-granting subscription to the workspace: the caller runs the event again
- * (it then sees that subscription and records this one on no workspace).
+ * (webhook.service.ts), attaches the subscription to its workspace and records the event in the
+ * inbox (`inbox`; null for a replay), all in one statement (subscriptions.repo
+ * `applySubscriptionEvent`). When a concurrent event of the same subscription got there first
+ * (nothing was written), the statement runs again on the new state. Throws the unique violation
+ * of ONE_GRANTING_INDEX when a concurrent event attached another access-granting subscription to
+ * the workspace: the caller runs the event again (it then sees that subscription and records this
+ * one on no workspace).
  */
 export async function applySubscription(
-  tx: DbOrTx,
+  db: DbOrTx,
   event: EventEnvelope,
   type: string,
   sub: SubscriptionObject,
   elog: WebhookLog,
   inbox: InboxEvent | null,
-): Promise<WebhookOutcome | Duplicate> {
+): Promise<Processed | Duplicate> {
   const fields = subscriptionFields(event, type, sub);
   const named = sub.metadata.workspace_id;
-  const namedWorkspaceId = named && isUuid(named) ? named : null;
-  const state = await subscriptionStore.claimSubscriptionEvent(tx, inboxStore.claimParts(inbox), {
-    providerSubscriptionId: sub.id,
-    providerCustomerId: sub.customer,
-    namedWorkspaceId,
-  });
-  if (!state.claimed) return { duplicate: true, previous: state.previous };
-  const finish = (outcome: WebhookOutcome) => inboxStore.finishEvent(tx, event.id, outcome);
-
-  // 1. The customer account record must exist here.
-  if (!state.customerExists) {
-    elog.warn({ customer: sub.customer, subscription: sub.id }, 'subscription event for a customer with no account here; skipped');
-    await finish('skipped');
-    return 'skipped';
-  }
-
-  let existing = state.existing;
-  for (;;) {
-    if (existing) {
-      const wasEnded = isEnded(existing.status);
-      const endsNow = isEnded(fields.status);
-      // 2. Ended is final: an event that says otherwise is a late one.
-      const outcome =
-        wasEnded && !endsNow
-          ? 'ignored'
-          : // Older than what was applied: stale, except an ending event for a live subscription (see createWebhookService).
-            fields.lastEventAt < existing.lastEventAt && !(endsNow && !wasEnded)
-            ? 'stale'
-            : null;
-      if (outcome) {
-        await finish(outcome);
-        return outcome;
-      }
-    }
-
-    // 3. Every field, the items recreated, and 4. the workspace: the one it is on, else the one
-    // named at checkout.
-    const previousWorkspace = existing?.workspaceId ?? null;
-    let target = previousWorkspace;
-    if (!target && named) {
-      if (namedWorkspaceId && state.namedWorkspaceExists) target = namedWorkspaceId;
-      else elog.warn({ subscription: sub.id, workspace: named }, 'subscription names an unknown workspace; recorded on no workspace');
-    }
-    let written: Awaited<ReturnType<typeof subscriptionStore.writeSubscription>>;
+  const input: subscriptionStore.SubscriptionEvent = {
+    fields,
+    items: sub.items.data.map((item) => ({
+      providerItemId: item.id,
+      providerPriceId: item.price.id,
+      providerProductId: item.price.product,
+      quantity: item.quantity ?? 1,
+    })),
+    namedWorkspaceId: named && isUuid(named) ? named : null,
+    endsNow: isEnded(fields.status),
+    grantsNow: isGranting(fields.status),
+  };
+  const parts = inboxStore.inboxParts(event.id, inbox);
+  for (let run = 1; ; run++) {
+    let result: subscriptionStore.SubscriptionEventResult;
     try {
-      written = await subscriptionStore.writeSubscription(tx, {
-        existingId: existing?.id,
-        fields,
-        items: sub.items.data.map((item) => ({
-          providerItemId: item.id,
-          providerPriceId: item.price.id,
-          providerProductId: item.price.product,
-          quantity: item.quantity ?? 1,
-        })),
-        target,
-        // An attached subscription that does not grant access stays where it is: it takes nothing away.
-        evenIfHeld: target !== null && target === previousWorkspace && !isGranting(fields.status),
-        finish: (written) => inboxStore.finishCte(event.id, 'applied', written),
-      });
+      result = await subscriptionStore.applySubscriptionEvent(db, parts, input);
     } catch (error) {
-      if (target && isUniqueViolation(error, subscriptionStore.ONE_GRANTING_INDEX)) {
+      if (isUniqueViolation(error, subscriptionStore.ONE_GRANTING_INDEX)) {
         elog.warn(
-          { subscription: sub.id, workspace: target },
+          { subscription: sub.id, workspace: named },
           'a concurrent event attached another access-granting subscription to the workspace; subscription recorded but not attached',
         );
       }
       throw error;
     }
-    if (!written) {
-      // Lost an insert race with another event of the same subscription: decide against its row.
-      existing = await subscriptionStore.lockSubscription(tx, sub.id);
+    if (result.decision === 'duplicate') return { duplicate: true, previous: result.previous };
+    if (result.decision === 'applied' && !result.written) {
+      // A concurrent event of this subscription wrote first: decide again against its row.
+      if (run >= MAX_RUNS) throw new Error(`subscription ${sub.id}: changed concurrently ${run} times in a row`);
       continue;
     }
-    const attachedTo = written.workspaceId;
-    if (target && !attachedTo) {
+    if (!result.recorded) return { duplicate: true, previous: null };
+    if (result.decision === 'skipped') {
+      elog.warn({ customer: sub.customer, subscription: sub.id }, 'subscription event for a customer with no account here; skipped');
+    }
+    if (result.decision !== 'applied') return { outcome: result.decision, workspaces: [] };
+
+    if (named && !result.previousWorkspace && !result.target) {
+      elog.warn({ subscription: sub.id, workspace: named }, 'subscription names an unknown workspace; recorded on no workspace');
+    }
+    if (result.target && !result.workspaceId) {
       elog.warn(
-        { subscription: sub.id, workspace: target, holder: written.holder },
+        { subscription: sub.id, workspace: result.target, holder: result.holder },
         'workspace already has a different access-granting subscription; subscription recorded but not attached',
       );
     }
-    // It held a workspace with access and no longer does: a subscription that was waiting for
-    // that workspace takes it, as it would have had this event been processed before it.
-    if (previousWorkspace && existing && isGranting(existing.status) && !(attachedTo === previousWorkspace && isGranting(fields.status))) {
-      const waiting = await subscriptionStore.attachWaitingSubscription(tx, previousWorkspace);
-      if (waiting) elog.info({ subscription: waiting, workspace: previousWorkspace }, 'waiting subscription attached to the freed workspace');
+    if (result.waiting) {
+      elog.info({ subscription: result.waiting, workspace: result.previousWorkspace }, 'waiting subscription attached to the freed workspace');
     }
-    return 'applied';
+    const workspaces = [result.previousWorkspace, result.workspaceId].filter((id): id is string => id !== null);
+    return { outcome: 'applied', workspaces: [...new Set(workspaces)] };
   }
 }

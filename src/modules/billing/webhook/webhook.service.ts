@@ -1,5 +1,5 @@
 import { accessTags, type CacheInvalidator } from '../../../platform/cache/shared-cache.js';
-import type { Db, DbOrTx } from '../../../db/client.js';
+import type { Db } from '../../../db/client.js';
 import { AppError } from '../../../platform/errors.js';
 import type { ServiceMetrics } from '../../../platform/metrics.js';
 import { assertCleanText } from '../../../platform/input-gate.js';
@@ -9,7 +9,7 @@ import { isUniqueViolation, rootMessage } from '../../../db/errors.js';
 import { fieldErrorsOf } from '../../../platform/zod-issues.js';
 import { verifyWebhookSignature } from '../payment-provider.js';
 import { applyPrice, applyProduct } from './catalog.mirror.js';
-import { applySubscription, type Duplicate } from './subscription.mirror.js';
+import { applySubscription, type Duplicate, type Processed } from './subscription.mirror.js';
 import { ONE_GRANTING_INDEX } from '../subscriptions.repo.js';
 import { eventLog, type WebhookLog } from './webhook.log.js';
 import {
@@ -37,7 +37,8 @@ const issuesOf = (error: { issues: Parameters<typeof fieldErrorsOf>[0] }) => fie
 
 /**
  * The payment webhook: verification, structural validation, then processing of each event in one
- * transaction that first claims the event id in the inbox (`webhook_events`):
+ * SQL statement that applies it and records it in the inbox (`webhook_events`; the mirrors and
+ * src/modules/billing/README.md, "Webhooks", for how that holds against concurrent events):
  * - every event id is recorded once with its outcome; a redelivery of a finished event is
  *   acknowledged without being applied again, a `failed` one is retried;
  * - each mirrored object applies only events at least as new as the last one applied to it
@@ -55,7 +56,7 @@ export function createWebhookService({
   invalidate,
 }: {
   db: Db;
-  /** Drops cached billing states in every process once an event's transaction committed (src/deps.ts). */
+  /** Drops cached billing states in every process once an event applied (src/deps.ts). */
   invalidate?: CacheInvalidator;
   secret: string | undefined;
   log: WebhookLog;
@@ -97,39 +98,43 @@ export function createWebhookService({
   }
 
   /**
-   * Claims (`inbox`; null: a replay holding the inbox row's lock), applies and finishes the event
-   * in `tx`; a duplicate is not applied.
+   * Applies the event and records it in the inbox (`inbox`; null: a replay, which re-applies and
+   * sets the recorded row's outcome), in one statement (the mirrors); a duplicate is not applied.
+   * Runs it again when a concurrent event attached another access-granting subscription to the
+   * workspace meanwhile (the unique index refused the attachment and the statement wrote nothing):
+   * the next run sees that subscription. Once it applied, drops the cached billing states it
+   * changed, in every process: the subscription's workspaces, or every one for a catalog change
+   * (a product's plan, a price: any workspace's plan may move).
    */
-  function apply(
-    tx: DbOrTx,
+  async function processEvent(
     event: ParsedEvent & { type: HandledEventType },
     elog: WebhookLog,
     inbox: inboxStore.InboxEvent | null,
-  ): Promise<WebhookOutcome | Duplicate> {
-    const { type } = event;
-    if (type.startsWith('customer.subscription.')) {
-      return applySubscription(tx, event.envelope, type, event.object as SubscriptionObject, elog, inbox);
-    }
-    if (type.startsWith('product.')) return applyProduct(tx, event.envelope, type, event.object as ProductObject, inbox);
-    return applyPrice(tx, event.envelope, type, event.object as PriceObject, inbox);
-  }
-
-  /**
-   * Runs `work` in a transaction, again when a concurrent transaction attached another
-   * access-granting subscription to the workspace meanwhile (the unique index refused the
-   * attachment and aborted the transaction): the next run sees that subscription.
-   */
-  async function inTransaction<T>(work: (tx: DbOrTx) => Promise<T>): Promise<T> {
+  ): Promise<Processed | Duplicate> {
     for (let attempt = 1; ; attempt++) {
+      let result: Processed | Duplicate;
       try {
-        const result = await db.transaction(work);
-        // Any event may move any workspace's plan (a product's plan key, a subscription's workspace).
-        await invalidate?.(accessTags.billing());
-        return result;
+        result = await apply(event, elog, inbox);
       } catch (error) {
         if (attempt >= 3 || !isUniqueViolation(error, ONE_GRANTING_INDEX)) throw error;
+        continue;
       }
+      if ('outcome' in result && result.outcome === 'applied' && invalidate) {
+        const subscription = event.type.startsWith('customer.subscription.');
+        const tags = subscription ? result.workspaces.map((id) => accessTags.billingOf(id)) : [accessTags.billing()];
+        if (tags.length) await invalidate(...tags);
+      }
+      return result;
     }
+  }
+
+  function apply(event: ParsedEvent & { type: HandledEventType }, elog: WebhookLog, inbox: inboxStore.InboxEvent | null) {
+    const { type } = event;
+    if (type.startsWith('customer.subscription.')) {
+      return applySubscription(db, event.envelope, type, event.object as SubscriptionObject, elog, inbox);
+    }
+    if (type.startsWith('product.')) return applyProduct(db, event.envelope, type, event.object as ProductObject, inbox);
+    return applyPrice(db, event.envelope, type, event.object as PriceObject, inbox);
   }
 
   return {
@@ -170,12 +175,9 @@ export function createWebhookService({
       if (parsed.object === null) return { id: stored.id, type: stored.type, outcome: 'unhandled', previous: stored.outcome };
       let outcome: WebhookOutcome;
       try {
-        outcome = await inTransaction(async (tx) => {
-          await inboxStore.lockEvent(tx, stored.id);
-          const result = await apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog, null);
-          // Never a duplicate: without a claim the event counts as claimed.
-          return typeof result === 'string' ? result : stored.outcome;
-        });
+        const result = await processEvent(parsed as ParsedEvent & { type: HandledEventType }, elog, null);
+        // Never a duplicate: a replay does not look at the recorded outcome.
+        outcome = 'outcome' in result ? result.outcome : stored.outcome;
       } catch (error) {
         const message = rootMessage(error).slice(0, 1000);
         elog.error({ err: error }, 'payment webhook replay failed');
@@ -217,9 +219,9 @@ export function createWebhookService({
       return previous(envelope.id);
     }
 
-    let result: WebhookOutcome | Duplicate;
+    let result: Processed | Duplicate;
     try {
-      result = await inTransaction((tx) => apply(tx, parsed as ParsedEvent & { type: HandledEventType }, elog, inbox));
+      result = await processEvent(parsed as ParsedEvent & { type: HandledEventType }, elog, inbox);
     } catch (error) {
       const message = rootMessage(error).slice(0, 1000);
       elog.error({ err: error }, 'payment webhook processing failed; the provider will retry');
@@ -228,12 +230,12 @@ export function createWebhookService({
       });
       throw billingErrors.webhookFailed();
     }
-    if (typeof result !== 'string') {
-      // The outcome committed before the claim's statement started; else read it now.
+    if (!('outcome' in result)) {
+      // The outcome committed before the statement started; else (a concurrent delivery) read it now.
       return result.previous && result.previous !== 'failed' ? { received: true, outcome: result.previous, duplicate: true } : previous(envelope.id);
     }
-    if (result !== 'applied') elog.info({ outcome: result }, 'payment webhook event not applied');
-    return { received: true, outcome: result, duplicate: false };
+    if (result.outcome !== 'applied') elog.info({ outcome: result.outcome }, 'payment webhook event not applied');
+    return { received: true, outcome: result.outcome, duplicate: false };
   }
 
   /** The acknowledgement of a redelivered event: what happened the first time. */

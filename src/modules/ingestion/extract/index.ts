@@ -21,6 +21,7 @@ export {
   ExtractionError,
   type ExtractionErrorCode,
   type ExtractionLimits,
+  PAGE_UNITS,
 } from './types.js';
 
 /** What a format's extractor is given: the bytes, the declared content type and the limits. */

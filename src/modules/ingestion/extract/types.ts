@@ -15,6 +15,27 @@ export type DocumentFormat =
   | 'csv'
   | 'json';
 
+/**
+ * What a page's number counts in each format (stored with the document, so a citation can say
+ * "sheet 2" or "slide 3"); null for the formats read as one entry without a number.
+ */
+export const PAGE_UNITS: Readonly<Record<DocumentFormat, 'page' | 'sheet' | 'slide' | 'chapter' | null>> = {
+  pdf: 'page',
+  xlsx: 'sheet',
+  ods: 'sheet',
+  pptx: 'slide',
+  odp: 'slide',
+  epub: 'chapter',
+  docx: null,
+  odt: null,
+  rtf: null,
+  html: null,
+  markdown: null,
+  text: null,
+  csv: null,
+  json: null,
+};
+
 export interface ExtractedPage {
   /**
    * 1-based number of the page (PDF), sheet (XLSX, ODS), slide (PPTX, ODP) or chapter (EPUB, in

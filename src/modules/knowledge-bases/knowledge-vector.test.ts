@@ -1,0 +1,110 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { useTestApp } from '../../../test/support/app.js';
+import { createKb } from '../../../test/support/documents.js';
+import { newUser, newWorkspace } from '../../../test/support/factories.js';
+import { queryRows } from '../../db/client.js';
+import { ensureHnswIndex } from '../embeddings/embeddings.repo.js';
+import { EXACT_SCAN_MAX, vectorCandidates, vectorStatement } from './knowledge-search.js';
+
+/*
+ * Vector search scoped to a chat's documents, on both of its paths: the exact ranking (a scope
+ * of at most EXACT_SCAN_MAX vectors) and the HNSW index with an iterative scan (larger scopes).
+ * Either way: only the chat's ready documents, in the exact order of the full-precision distance.
+ */
+
+const t = useTestApp();
+const db = () => t.deps.database.db;
+const DIMS = 3;
+
+/** Deterministic small vectors: what matters is the ranking, not the meaning. */
+function vectorFor(i: number): number[] {
+  return [Math.sin(i * 1.7), Math.cos(i * 0.9), Math.sin(i * 0.37 + 1)];
+}
+
+async function world(inScope: number, outOfScope: number) {
+  const owner = await newUser(t);
+  const ws = await newWorkspace(t, owner);
+  const kb = await createKb(t, ws.id, owner, { name: 'Scope' });
+  const chat = await t.deps.services.chats.create(owner.id, ws.id, { name: 'Chat', system_prompt: '', agent_framework: 'tools', model_parameters: {} });
+  const res = await t.post(`/api/workspaces/${ws.id}/chats/${chat.id}/knowledge-bases/attach/`, { knowledge_base_ids: [kb.id] }, owner);
+  expect(res.statusCode, res.body).toBe(200);
+  const [generation] = await queryRows<{ id: number }>(
+    db(),
+    sql`INSERT INTO embedding_generations (model, dimensions, state) VALUES ('openai:text-embedding-3-small', ${DIMS}, 'active') RETURNING id`,
+  );
+  const gen = { id: generation!.id, model: 'openai:text-embedding-3-small', dimensions: DIMS };
+  await ensureHnswIndex(db(), gen);
+  const docs = await queryRows<{ id: string; status: string }>(
+    db(),
+    sql`INSERT INTO documents (workspace_id, name, source_kind, storage_key, processing_status)
+        VALUES (${ws.id}, 'in.txt', 'upload', 'k/in', 'ready'), (${ws.id}, 'out.txt', 'upload', 'k/out', 'ready'),
+               (${ws.id}, 'pending.txt', 'upload', 'k/pending', 'processing')
+        RETURNING id, processing_status AS status`,
+  );
+  const [inside, outside, pending] = docs.map((d) => d.id);
+  // The pending document is in the knowledge base too: not ready, never found.
+  await db().execute(sql`INSERT INTO knowledge_base_documents (knowledge_base_id, document_id) VALUES (${kb.id}, ${inside}), (${kb.id}, ${pending})`);
+  const add = async (documentId: string, from: number, count: number) => {
+    await db().execute(sql`
+      WITH chunks AS (
+        INSERT INTO document_chunks (document_id, workspace_id, chunk_index, content, token_count)
+        SELECT ${documentId}, ${ws.id}, g, 'chunk ' || g, 2 FROM generate_series(${from}::int, ${from + count - 1}::int) g
+        RETURNING id, chunk_index)
+      INSERT INTO chunk_embeddings (chunk_id, generation, document_id, embedding)
+      SELECT id, ${gen.id}, ${documentId}, format('[%s,%s,%s]', sin(chunk_index * 1.7), cos(chunk_index * 0.9), sin(chunk_index * 0.37 + 1))::vector
+      FROM chunks`);
+  };
+  await add(inside!, 0, inScope);
+  await add(outside!, inScope, outOfScope);
+  await add(pending!, inScope + outOfScope, 50);
+  await db().execute(sql`ANALYZE chunk_embeddings`);
+  return { chat, gen, inside: inside!, outside: outside!, pending: pending! };
+}
+
+async function exactTop(documentId: string, generation: number, query: number[], k: number) {
+  const rows = await queryRows<{ id: string }>(
+    db(),
+    sql`SELECT chunk_id AS id FROM chunk_embeddings WHERE document_id = ${documentId} AND generation = ${generation}
+        ORDER BY embedding <=> ${`[${query.join(',')}]`}::vector, chunk_id LIMIT ${k}`,
+  );
+  return rows.map((r) => r.id);
+}
+
+describe('vector search scoped to a chat', () => {
+  it(`ranks a scope of at most ${EXACT_SCAN_MAX} vectors exactly, ignoring other and unready documents`, async () => {
+    const w = await world(300, 600);
+    for (const q of [7, 123, 999]) {
+      const query = vectorFor(q);
+      const hits = await vectorCandidates(db(), w.chat.id, w.gen, query, 10);
+      expect(hits.every((h) => h.document_id === w.inside)).toBe(true);
+      expect(hits.map((h) => h.id)).toEqual(await exactTop(w.inside, w.gen.id, query, 10));
+    }
+  });
+
+  it(`uses the HNSW index with an iterative scan past ${EXACT_SCAN_MAX} vectors and still returns only the chat's documents`, async () => {
+    const w = await world(EXACT_SCAN_MAX + 200, 6000);
+    let found = 0;
+    for (const q of [3, 41, 2048, 5000, 7777]) {
+      const query = vectorFor(q);
+      const hits = await vectorCandidates(db(), w.chat.id, w.gen, query, 10);
+      // The document filter is applied during the scan: a full page of the chat's own chunks.
+      expect(hits).toHaveLength(10);
+      expect(hits.every((h) => h.document_id === w.inside)).toBe(true);
+      // In the order of the full-precision distance.
+      const distances = hits.map((h) => h.distance);
+      expect(distances).toEqual([...distances].sort((a, b) => a - b));
+      const exact = new Set(await exactTop(w.inside, w.gen.id, query, 10));
+      found += hits.filter((h) => exact.has(h.id)).length;
+    }
+    // Approximate, but close: recall@10 over the five queries.
+    expect(found / 50).toBeGreaterThanOrEqual(0.9);
+    // And it was the index that ran (the exact branch's one-time filter stopped it).
+    const plan = (await queryRows<Record<string, string>>(db(), sql`EXPLAIN (ANALYZE) ${vectorStatement(w.chat.id, w.gen, vectorFor(3), 10)}`)).map(
+      (r) => Object.values(r)[0]!,
+    );
+    const indexLine = plan.find((line) => line.includes(`Index Scan using chunk_embeddings_hnsw_${w.gen.id}`));
+    expect(indexLine, plan.join('\n')).toBeDefined();
+    expect(indexLine).not.toContain('never executed');
+  });
+});
