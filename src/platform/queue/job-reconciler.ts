@@ -96,13 +96,18 @@ export function createReconciler(options: {
         log.warn(faultLogFields(error), 'the job queue does not answer; delivery checks wait for the next pass');
         break;
       }
-      if (state === 'waiting' || state === 'delayed' || state === 'active') {
+      // `active` while the job is still unclaimed, seen so on two checks a grace apart: the worker
+      // that took the delivery died before claiming it. The queue would hand it out again only
+      // after its own stalled-job check (BullMQ: 30 s lock, then up to 30 s more), so re-drive now;
+      // if that worker is alive after all, its claim is refused by the new delivery id.
+      const unclaimed = state === 'active' && row.checkedAt !== null;
+      if ((state === 'waiting' || state === 'delayed' || state === 'active') && !unclaimed) {
         alive.push(row.id);
         continue;
       }
       const next = await requeue(row, { deliveryId: row.deliveryId, state: 'queued' }, { delayMs: 0, redrive: true });
       if (next) {
-        redriven(row, 'delivery_lost');
+        redriven(row, unclaimed ? 'unclaimed' : 'delivery_lost');
         await dispatch([next]);
       }
     }

@@ -316,6 +316,44 @@ describe.each(transports)('job system on $kind', ({ kind, skip, make }) => {
       expect((await row(job.id)).checkedAt).not.toBeNull();
     });
 
+    it('re-drives a delivery a worker took from the queue but never claimed (it died in between), without waiting for the queue', async () => {
+      let runs = 0;
+      const queue = make(captured);
+      // The first delivery is taken and held, as by a worker killed right after taking it: the
+      // queue keeps it `active`, the job stays queued in the database.
+      let taken: () => void = () => {};
+      const held = new Promise<void>((resolve) => (taken = resolve));
+      let release: () => void = () => {};
+      const hung = new Promise<void>((resolve) => (release = resolve));
+      let first = true;
+      const takingQueue: JobQueue = {
+        ...queue,
+        startWorker: (handler) =>
+          queue.startWorker(async (delivery) => {
+            if (!first) return handler(delivery);
+            first = false;
+            taken();
+            await hung;
+          }),
+      };
+      const jobs = system([defineJob({ name: 'taken', payload: z.object({}), handler: async () => void (runs += 1) })], { queue: takingQueue });
+      try {
+        await jobs.startWorker();
+        const job = await jobs.enqueue('taken', {});
+        await held;
+        expect(await queue.state(job.deliveryId)).toBe('active');
+        // Seen active once: it may be a worker about to claim it.
+        expect(await jobs.reconcile()).toEqual({ delivered: 0, redriven: 0, failed: 0 });
+        // Still active and unclaimed a grace later: re-driven under a fresh delivery, which runs.
+        expect(await jobs.reconcile()).toEqual({ delivered: 0, redriven: 1, failed: 0 });
+        await waitUntil(async () => (await row(job.id)).state === 'done', 10_000);
+        expect(runs).toBe(1);
+        expect(await row(job.id)).toMatchObject({ state: 'done', redriven: 1 });
+      } finally {
+        release();
+      }
+    });
+
     it('re-drives a run whose lease ran out, spends the attempt, and gives up when the budget is spent', async () => {
       const events: string[] = [];
       const jobs = system([

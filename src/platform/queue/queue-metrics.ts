@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { JobCounts } from './jobs.repo.js';
 
-export type RedriveReason = 'lease_expired' | 'delivery_lost' | 'undelivered' | 'operator';
+export type RedriveReason = 'lease_expired' | 'delivery_lost' | 'unclaimed' | 'undelivered' | 'operator';
 
 /**
  * The queue's Prometheus series. Counts by state come from the database (the source of truth)
