@@ -6,16 +6,18 @@
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:knowledge:search -- [--chunks 100000]
  *   npm run bench:knowledge:search -- --chunks 20000                    # embedded PGlite
- *   ... [--searches 100 --recall 50 --compare-vector-index --no-record]
+ *   ... [--searches 100 --recall 50 --index-storage halfvec|vector --compare-index-storage --no-record]
  *
  * With DATABASE_URL (naming the server only) the app runs on a fresh database created there and
  * dropped at the end; without it on PGlite in a temporary directory. Data: `--chunks` chunk rows in
  * documents of 400 chunks, prose over a 30,400-word Zipf vocabulary, and one vector each in an
  * embedding generation (1,536 dimensions, deterministic unit vectors in 1,000 topic clusters, made
  * in SQL from a per-row seed), inserted with the indexes dropped; then the GIN index and the
- * generation's HNSW index (halfvec, the service's own `ensureHnswIndex`) are built and timed. With
- * `--compare-vector-index` a full-precision `vector` HNSW index over the same rows is built too, its
- * size and recall measured with the same query shape, then dropped (the halfvec decision).
+ * generation's HNSW index (the service's own `ensureHnswIndex`, on what the service picks for the
+ * profile: halfvec on PostgreSQL, vector on PGlite; `--index-storage` to choose) are built and
+ * timed. With `--compare-index-storage` the index is rebuilt on the other storage too, its size,
+ * build time, recall and vector search latency measured with the service's statement, then put
+ * back (the decision per profile).
  * Searches call the service's own `lexicalCandidates`, `vectorCandidates`, `fuse` and
  * `createKnowledgeSearch` (query embedding on a fake model server), one at a time.
  */
@@ -29,6 +31,8 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config/env.js';
 import { type DbOrTx, queryRows, textArrayLiteral as textArray } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
+import { ensureHnswIndex, type Generation } from '../src/modules/embeddings/embeddings.repo.js';
+import { type VectorIndexStorage, vectorIndexStorages } from '../src/modules/embeddings/embeddings.table.js';
 import { createKnowledgeSearch, EXACT_SCAN_MAX, fuse, lexicalCandidates, lexicalStatement, vectorCandidates, vectorStatement } from '../src/modules/knowledge-bases/knowledge-search.js';
 import { createLogger } from '../src/platform/logger.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
@@ -42,7 +46,10 @@ const { values: args } = parseArgs({
     warmup: { type: 'string', default: '10' },
     recall: { type: 'string', default: process.env.BENCH_RECALL_QUERIES ?? '50' },
     'path-seconds': { type: 'string', default: '40' },
-    'compare-vector-index': { type: 'boolean', default: false },
+    /** What the generation's HNSW index stores; by default what the service picks for the profile. */
+    'index-storage': { type: 'string' },
+    /** Also build the index with the other storage, measure its size, build time, recall and speed. */
+    'compare-index-storage': { type: 'boolean', default: false },
     /** Stop after building the data and leave the database (PostgreSQL) for experiments. */
     'build-only': { type: 'boolean', default: false },
     'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
@@ -80,6 +87,9 @@ interface Row {
 async function main() {
   const serverUrl = process.env.DATABASE_URL;
   const profile = serverUrl ? 'PostgreSQL' : 'PGlite';
+  // As the service picks (deps.ts): full precision on PGlite, half floats on PostgreSQL.
+  const indexStorage = (args['index-storage'] ?? (serverUrl ? 'halfvec' : 'vector')) as VectorIndexStorage;
+  if (!vectorIndexStorages.includes(indexStorage)) throw new Error(`--index-storage is one of ${vectorIndexStorages.join(', ')}`);
   const loadBefore = loadAverage();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wsai-bench-ksearch-'));
   const bench = serverUrl ? await createBenchDatabase(serverUrl, 'wsai_bench_ksearch') : undefined;
@@ -142,9 +152,10 @@ async function main() {
     await exec(sql`INSERT INTO knowledge_base_documents (knowledge_base_id, document_id, added_by) SELECT ${kbSmall}, unnest(${textArray(smallIds)}::uuid[]), ${me.id}`);
     const [generation] = await queryRows<{ id: number }>(
       db,
-      sql`INSERT INTO embedding_generations (model, dimensions, state, activated_at) VALUES (${MODEL}, ${DIMENSIONS}, 'active', now()) RETURNING id`,
+      sql`INSERT INTO embedding_generations (model, dimensions, state, activated_at, index_storage)
+          VALUES (${MODEL}, ${DIMENSIONS}, 'active', now(), ${indexStorage}) RETURNING id`,
     );
-    const gen = { id: generation!.id, model: MODEL, dimensions: DIMENSIONS };
+    const gen: Generation = { id: generation!.id, model: MODEL, dimensions: DIMENSIONS, indexStorage };
     await exec(sql`DROP INDEX document_chunks_tsv_idx`);
     await exec(
       sql.raw(`CREATE FUNCTION bench_random_vector(seed integer, amplitude float8) RETURNS vector LANGUAGE plpgsql VOLATILE AS $$
@@ -185,13 +196,9 @@ async function main() {
     await exec(sql.raw(`SET maintenance_work_mem = '${serverUrl ? '1GB' : '512MB'}'`));
     await exec(sql`CREATE INDEX document_chunks_tsv_idx ON document_chunks USING gin (tsv)`);
     timings.gin = (performance.now() - t0) / 1000;
-    process.stdout.write(`GIN ${fmt(timings.gin, 1)} s; building the generation's HNSW index (halfvec)...\n`);
+    process.stdout.write(`GIN ${fmt(timings.gin, 1)} s; building the generation's HNSW index (${indexStorage})...\n`);
     t0 = performance.now();
-    await exec(
-      sql.raw(
-        `CREATE INDEX chunk_embeddings_hnsw_${gen.id} ON chunk_embeddings USING hnsw ((embedding::halfvec(${DIMENSIONS})) halfvec_cosine_ops) WHERE generation = ${gen.id}`,
-      ),
-    );
+    await ensureHnswIndex(db, gen);
     timings.hnsw = (performance.now() - t0) / 1000;
     await exec(sql`ANALYZE`);
     const size = async (name: string) => (await queryRows<{ s: string }>(db, sql`SELECT pg_size_pretty(pg_relation_size(${name}::regclass)) AS s`))[0]!.s;
@@ -248,38 +255,35 @@ async function main() {
       small: await recallOf(chatSmall, async (v) => (await vectorCandidates(db, chatSmall, gen, v)).map((c) => c.id)),
     };
 
-    // The full-precision index, for the halfvec decision: same shape, ORDER BY embedding::vector(n).
-    let vectorIndex: { size: string; build: number; recall: number; p50: number; p95: number } | undefined;
-    if (args['compare-vector-index']) {
-      process.stdout.write('building a full-precision vector HNSW index for comparison...\n');
-      t0 = performance.now();
-      await exec(sql.raw(`CREATE INDEX bench_vector_hnsw ON chunk_embeddings USING hnsw ((embedding::vector(${DIMENSIONS})) vector_cosine_ops) WHERE generation = ${gen.id}`));
-      const build = (performance.now() - t0) / 1000;
+    // The other storage, for the decision per profile (embeddings.table.ts indexStorage): the same
+    // generation's index rebuilt on it, searched through the service's own statement, then put back.
+    let otherIndex: { storage: string; size: string; build: number; recall: number; p50: number; p95: number } | undefined;
+    if (args['compare-index-storage']) {
+      const other: Generation = { ...gen, indexStorage: indexStorage === 'halfvec' ? 'vector' : 'halfvec' };
+      process.stdout.write(`building the index on ${other.indexStorage} for comparison...\n`);
       await exec(sql.raw(`DROP INDEX chunk_embeddings_hnsw_${gen.id}`));
-      const viaVector = async (v: number[]) =>
-        (
-          await queryRows<{ id: string }>(
-            db,
-            sql`SELECT e.chunk_id AS id FROM chunk_embeddings e WHERE e.generation = ${sql.raw(String(gen.id))}
-                ORDER BY e.embedding::vector(${sql.raw(String(DIMENSIONS))}) <=> ${`[${v.join(',')}]`}::vector(${sql.raw(String(DIMENSIONS))}) LIMIT 30`,
-          )
-        ).map((r) => r.id);
+      t0 = performance.now();
+      await ensureHnswIndex(db, other);
+      const build = (performance.now() - t0) / 1000;
       const lat: number[] = [];
       for (let i = 0; i < Math.min(searches, 50); i++) {
         const s = performance.now();
-        await viaVector(vectors[i]!);
+        await vectorCandidates(db, chatAll, other, vectors[i]!);
         lat.push(performance.now() - s);
       }
       const sorted = ascending(lat);
-      vectorIndex = { size: await size('bench_vector_hnsw'), build, recall: await recallOf(chatAll, viaVector), p50: percentile(sorted, 50), p95: percentile(sorted, 95) };
-      await exec(sql`DROP INDEX bench_vector_hnsw`);
+      otherIndex = {
+        storage: other.indexStorage,
+        size: await size(`chunk_embeddings_hnsw_${gen.id}`),
+        build,
+        recall: await recallOf(chatAll, async (v) => (await vectorCandidates(db, chatAll, other, v)).map((c) => c.id)),
+        p50: percentile(sorted, 50),
+        p95: percentile(sorted, 95),
+      };
+      await exec(sql.raw(`DROP INDEX chunk_embeddings_hnsw_${gen.id}`));
       t0 = performance.now();
-      await exec(
-        sql.raw(
-          `CREATE INDEX chunk_embeddings_hnsw_${gen.id} ON chunk_embeddings USING hnsw ((embedding::halfvec(${DIMENSIONS})) halfvec_cosine_ops) WHERE generation = ${gen.id}`,
-        ),
-      );
-      process.stdout.write(`halfvec index rebuilt in ${fmt((performance.now() - t0) / 1000, 1)} s\n`);
+      await ensureHnswIndex(db, gen);
+      process.stdout.write(`${indexStorage} index rebuilt in ${fmt((performance.now() - t0) / 1000, 1)} s\n`);
     }
 
     const plans: string[][] = [];
@@ -298,7 +302,7 @@ async function main() {
     const paths: Array<{ label: string; run: (i: number) => Promise<unknown> }> = [
       { label: 'lexical, chat holds all chunks', run: (i) => lexicalCandidates(db, chatAll, queries[i]!) },
       { label: 'lexical, chat holds 1 %', run: (i) => lexicalCandidates(db, chatSmall, queries[i]!) },
-      { label: 'vector (HNSW halfvec, iterative scan), chat holds all chunks', run: (i) => vectorCandidates(db, chatAll, gen, vectors[i]!) },
+      { label: `vector (HNSW ${indexStorage}, iterative scan), chat holds all chunks`, run: (i) => vectorCandidates(db, chatAll, gen, vectors[i]!) },
       { label: `vector, chat holds 1 % (exact: ≤ ${fmt(EXACT_SCAN_MAX)} vectors in scope)`, run: (i) => vectorCandidates(db, chatSmall, gen, vectors[i]!) },
       { label: '**hybrid** (both in parallel + RRF), chat holds all chunks', run: (i) => hybrid(chatAll, i) },
       { label: '**hybrid**, chat holds 1 %', run: (i) => hybrid(chatSmall, i) },
@@ -331,16 +335,16 @@ async function main() {
       }),
     ];
     const out = [
-      `\`npm run bench:knowledge:search -- --chunks ${totalChunks}${args['compare-vector-index'] ? ' --compare-vector-index' : ''}\` on **${profile}**`,
+      `\`npm run bench:knowledge:search -- --chunks ${totalChunks}${args['index-storage'] ? ` --index-storage ${indexStorage}` : ''}${args['compare-index-storage'] ? ' --compare-index-storage' : ''}\` on **${profile}**`,
       '',
       machineLine(),
       `- database: ${bench?.label ?? 'PGlite in a temporary directory'}; PostgreSQL ${versions.v}, pgvector ${versions.e}; load average ${loadBefore} at the start, ${loadAverage()} at the end`,
       `- ${fmt(totalChunks)} chunks in ${fmt(docCount)} documents of one workspace; the 1 % chat's knowledge base holds ${smallIds.length} documents (${fmt(smallIds.length * CHUNKS_PER_DOC)} chunks); one 1,536-dimension vector per chunk (1,000 topic clusters)`,
-      `- insert ${fmt(timings.insert, 1)} s; GIN build ${fmt(timings.gin, 1)} s; HNSW (halfvec_cosine_ops, m 16, ef_construction 64) build ${fmt(timings.hnsw, 1)} s`,
-      `- sizes: document_chunks ${sizes.chunks} (with TOAST and indexes), chunk_embeddings ${sizes.vectors} (with its indexes); GIN ${sizes.gin}; **HNSW halfvec ${sizes.hnsw}**`,
-      ...(vectorIndex
+      `- insert ${fmt(timings.insert, 1)} s; GIN build ${fmt(timings.gin, 1)} s; HNSW (${indexStorage}_cosine_ops, m 16, ef_construction 64) build ${fmt(timings.hnsw, 1)} s`,
+      `- sizes: document_chunks ${sizes.chunks} (with TOAST and indexes), chunk_embeddings ${sizes.vectors} (with its indexes); GIN ${sizes.gin}; **HNSW ${indexStorage} ${sizes.hnsw}**`,
+      ...(otherIndex
         ? [
-            `- the same HNSW over full-precision \`vector\`: **${vectorIndex.size}**, build ${fmt(vectorIndex.build, 1)} s, recall@10 ${fmt(vectorIndex.recall, 3)} (all chunks), p50 ${fmt(vectorIndex.p50, 1)} / p95 ${fmt(vectorIndex.p95, 1)} ms (index scan alone)`,
+            `- the same HNSW on \`${otherIndex.storage}\`: **${otherIndex.size}**, build ${fmt(otherIndex.build, 1)} s, recall@10 ${fmt(otherIndex.recall, 3)} (all chunks), vector search p50 ${fmt(otherIndex.p50, 1)} / p95 ${fmt(otherIndex.p95, 1)} ms (all chunks)`,
           ]
         : []),
       `- **vector recall@10** against the exact ranking, ${recallQueries} queries (hnsw.ef_search 100, iterative_scan relaxed_order): chat holds all chunks **${fmt(recall.all!, 3)}**, chat holds 1 % **${fmt(recall.small!, 3)}**`,

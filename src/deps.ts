@@ -165,7 +165,17 @@ function createServices(
     listCache: accessCache.region('chat-lists'),
     invalidate,
   });
-  const embeddings = createEmbeddingsService({ db, config, credit, modelRegistry, enqueueBackfill: base.enqueueBackfill, log: log.child({ module: 'embeddings' }), metrics });
+  const embeddings = createEmbeddingsService({
+    db,
+    config,
+    credit,
+    modelRegistry,
+    enqueueBackfill: base.enqueueBackfill,
+    log: log.child({ module: 'embeddings' }),
+    metrics,
+    // PGlite (WebAssembly) converts half floats in software: full-precision indexes are faster there.
+    vectorIndexStorage: database.kind === 'pglite' ? 'vector' : 'halfvec',
+  });
   const knowledge =
     overrides.knowledge ?? createKnowledgeSearch({
       db,

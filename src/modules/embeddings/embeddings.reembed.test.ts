@@ -72,7 +72,8 @@ describe('changing EMBEDDING_MODEL', () => {
     after = await createTestApp({ ...env, EMBEDDING_MODEL: LARGE }, {}, { startWorker: false });
     await after.deps.services.embeddings.ready();
     const [, large] = await generations();
-    expect(large).toMatchObject({ model: LARGE, dimensions: 3072, state: 'building' });
+    // 3,072 dimensions: past the 2,000 a full-precision HNSW index takes, so half floats on every profile.
+    expect(large).toMatchObject({ model: LARGE, dimensions: 3072, state: 'building', indexStorage: 'halfvec' });
     expect(await indexes()).toEqual(expect.arrayContaining([`chunk_embeddings_hnsw_${large!.id}`]));
 
     // While it builds, search embeds the query with the searched (old) model and finds by vector.

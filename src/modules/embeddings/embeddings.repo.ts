@@ -1,6 +1,6 @@
 import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { type DbOrTx, queryRows, textArrayLiteral as textArray } from '../../db/client.js';
-import { embeddingGenerations, type GenerationState } from './embeddings.table.js';
+import { embeddingGenerations, type GenerationState, type VectorIndexStorage } from './embeddings.table.js';
 
 
 export type GenerationRow = typeof embeddingGenerations.$inferSelect;
@@ -10,6 +10,19 @@ export interface Generation {
   id: number;
   model: string | null;
   dimensions: number;
+  indexStorage: VectorIndexStorage;
+}
+
+/** pgvector's HNSW index on `vector` takes up to 2,000 dimensions (halfvec: 4,000). */
+export const VECTOR_INDEX_MAX_DIMENSIONS = 2000;
+
+/**
+ * The expression a generation's HNSW index is built on, `embedding::halfvec(n)` or
+ * `embedding::vector(n)` (the column has no size of its own). A search's ORDER BY must say it
+ * exactly (and cast the query the same way) for PostgreSQL to use the index. Integers of our own.
+ */
+export function indexedVectorType(generation: Pick<Generation, 'dimensions' | 'indexStorage'>): string {
+  return `${generation.indexStorage === 'vector' ? 'vector' : 'halfvec'}(${Math.trunc(generation.dimensions)})`;
 }
 
 /**
@@ -19,18 +32,17 @@ export interface Generation {
 export const hnswIndexName = (generation: number) => `chunk_embeddings_hnsw_${generation}`;
 
 /**
- * The generation's HNSW index: cosine over the vector cast to halfvec (half the index memory of
- * float vectors at the same recall, bench/RESULTS.md; halfvec indexes up to 4,000 dimensions),
+ * The generation's HNSW index: cosine over the vector cast to its index storage (halfvec: half the
+ * index memory of float vectors at the same recall, bench/RESULTS.md; see `indexStorage`),
  * partial on the generation. Created with the generation, while it is empty, so every vector
  * stored later is indexed as it arrives. Ids and sizes are integers we produced, never input.
  */
 export async function ensureHnswIndex(db: DbOrTx, generation: Generation): Promise<void> {
   const id = Math.trunc(generation.id);
-  const dims = Math.trunc(generation.dimensions);
+  const type = indexedVectorType(generation);
+  const opclass = generation.indexStorage === 'vector' ? 'vector_cosine_ops' : 'halfvec_cosine_ops';
   await db.execute(
-    sql.raw(
-      `CREATE INDEX IF NOT EXISTS ${hnswIndexName(id)} ON chunk_embeddings USING hnsw ((embedding::halfvec(${dims})) halfvec_cosine_ops) WHERE generation = ${id}`,
-    ),
+    sql.raw(`CREATE INDEX IF NOT EXISTS ${hnswIndexName(id)} ON chunk_embeddings USING hnsw ((embedding::${type}) ${opclass}) WHERE generation = ${id}`),
   );
 }
 
@@ -42,10 +54,13 @@ export async function listGenerations(db: DbOrTx): Promise<GenerationRow[]> {
   return db.select().from(embeddingGenerations).orderBy(embeddingGenerations.id);
 }
 
-export async function createGeneration(db: DbOrTx, model: string, dimensions: number, state: GenerationState): Promise<GenerationRow> {
+export async function createGeneration(
+  db: DbOrTx,
+  values: { model: string; dimensions: number; state: GenerationState; indexStorage: VectorIndexStorage },
+): Promise<GenerationRow> {
   const [row] = await db
     .insert(embeddingGenerations)
-    .values({ model, dimensions, state, activatedAt: state === 'active' ? new Date() : null })
+    .values({ ...values, activatedAt: values.state === 'active' ? new Date() : null })
     .returning();
   return row!;
 }

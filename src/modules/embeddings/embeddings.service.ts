@@ -12,6 +12,7 @@ import type { CreditService } from '../billing/index.js';
 import type { ModelRegistry } from '../models/index.js';
 import * as repo from './embeddings.repo.js';
 import type { Generation } from './embeddings.repo.js';
+import type { VectorIndexStorage } from './embeddings.table.js';
 
 /** Texts per provider request (OpenAI takes up to 2,048 inputs; smaller requests fail smaller). */
 const EMBED_BATCH = 96;
@@ -40,6 +41,11 @@ export interface EmbeddingsServiceDeps {
   enqueueBackfill(generation: number, jobId?: string): Promise<void>;
   log: Logger;
   metrics: Pick<ServiceMetrics, 'modelCall'>;
+  /**
+   * What a new generation's HNSW index stores (embeddings.table.ts `indexStorage`): `vector` on
+   * the embedded profile (for up to 2,000 dimensions), `halfvec` otherwise (the default).
+   */
+  vectorIndexStorage?: VectorIndexStorage;
   /** How long retired vectors stay after a switch, for processes still searching them (default 3× the view's TTL). */
   retireGraceMs?: number;
 }
@@ -82,7 +88,14 @@ export function createEmbeddingsService(deps: EmbeddingsServiceDeps) {
     return view.rows;
   }
 
-  const generationOf = (row: repo.GenerationRow): Generation => ({ id: row.id, model: row.model, dimensions: row.dimensions });
+  const generationOf = (row: repo.GenerationRow): Generation => ({
+    id: row.id,
+    model: row.model,
+    dimensions: row.dimensions,
+    indexStorage: row.indexStorage,
+  });
+  const indexStorageFor = (dimensions: number): VectorIndexStorage =>
+    deps.vectorIndexStorage === 'vector' && dimensions <= repo.VECTOR_INDEX_MAX_DIMENSIONS ? 'vector' : 'halfvec';
 
   let reconciled: Promise<void> | null = null;
   /** Reconciles once per process before the generations are first used (server.ts starts it at boot). */
@@ -193,7 +206,14 @@ export function createEmbeddingsService(deps: EmbeddingsServiceDeps) {
         // process of the previous configuration restarting during a rollout must not stop it.
         if (active?.model === spec) return generationOf(active);
         if (building?.model === spec) return generationOf(building);
-        const created = generationOf(await repo.createGeneration(tx, spec, entry.dimensions, active ? 'building' : 'active'));
+        const created = generationOf(
+          await repo.createGeneration(tx, {
+            model: spec,
+            dimensions: entry.dimensions,
+            state: active ? 'building' : 'active',
+            indexStorage: indexStorageFor(entry.dimensions),
+          }),
+        );
         await repo.retireGenerations(tx, building ? [building.id] : []);
         await repo.ensureHnswIndex(tx, created);
         return created;

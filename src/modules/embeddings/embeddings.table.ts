@@ -6,6 +6,8 @@ const ts = (name: string) => timestamp(name, { withTimezone: true });
 
 export const generationStates = ['active', 'building', 'retired'] as const;
 export type GenerationState = (typeof generationStates)[number];
+export const vectorIndexStorages = ['halfvec', 'vector'] as const;
+export type VectorIndexStorage = (typeof vectorIndexStorages)[number];
 
 /**
  * One embedding model's vectors of every chunk: a generation. At most one is `active` (searched);
@@ -21,6 +23,13 @@ export const embeddingGenerations = pgTable(
     model: text('model'),
     dimensions: integer('dimensions').notNull(),
     state: text('state', { enum: generationStates }).notNull(),
+    /**
+     * What the generation's HNSW index stores: `halfvec` (half the memory of `vector` at the same
+     * recall; PostgreSQL) or `vector` (the embedded profile, where PGlite's WebAssembly converts
+     * half floats in software: its halfvec index builds 6× and searches 2.7× slower; up to 2,000
+     * dimensions). Fixed when the generation is created, so search and index always agree.
+     */
+    indexStorage: text('index_storage', { enum: vectorIndexStorages }).notNull().default('halfvec'),
     createdAt: ts('created_at').notNull().defaultNow(),
     activatedAt: ts('activated_at'),
     retiredAt: ts('retired_at'),

@@ -6,4 +6,4 @@
  */
 export { createEmbeddingsService, EmbeddingError, type EmbeddingsService } from './embeddings.service.js';
 export { embeddingsBackfillJob } from './embeddings.jobs.js';
-export { type Generation } from './embeddings.repo.js';
+export { type Generation, indexedVectorType } from './embeddings.repo.js';

@@ -3,7 +3,7 @@ import { type DbOrTx, queryRows } from '../../db/client.js';
 import { type SQL, sql } from 'drizzle-orm';
 import type { KnowledgeHit, KnowledgeSearch } from '../agents/index.js';
 import { KNOWN_CONFIGS, type PageUnit, segmentCjk } from '../documents/index.js';
-import type { EmbeddingsService, Generation } from '../embeddings/index.js';
+import { type EmbeddingsService, type Generation, indexedVectorType } from '../embeddings/index.js';
 import { chatHasKnowledge } from './knowledge-bases.repo.js';
 import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
 import { applyRerank, type Reranker } from './reranker.js';
@@ -179,7 +179,7 @@ export const EXACT_SCAN_MAX = 4000;
  * one statement. The chat's documents are read once (an InitPlan), then one of two branches runs,
  * by a bounded count of the scope's vectors: the exact one (ORDER BY the full-precision distance,
  * which no index provides, over the document index) or the approximate one (ORDER BY the
- * generation's index expression, `embedding::halfvec(n) <=> query`, with the document filter
+ * generation's index expression, `embedding::halfvec(n) <=> query` (or `vector(n)`, embeddings' indexedVectorType), with the document filter
  * (written so that no btree index can serve it, else the planner prefers it) applied during the
  * scan: the connection's `hnsw.iterative_scan = relaxed_order` keeps scanning
  * until enough rows pass it; db/client.ts). The approximate order is re-sorted by the
@@ -195,7 +195,7 @@ export function vectorStatement(chatId: string, generation: Generation, vector: 
   const literal = `[${vector.join(',')}]`;
   // Integers of our own (a generation row); literal so the planner matches the partial index.
   const id = sql.raw(String(Math.trunc(generation.id)));
-  const half = sql.raw(`halfvec(${Math.trunc(generation.dimensions)})`);
+  const indexed = sql.raw(indexedVectorType(generation));
   const scope = sql`e.generation = ${id} AND e.document_id = ANY((SELECT ids FROM docs)::uuid[])`;
   return sql`WITH query AS MATERIALIZED (SELECT ${literal}::vector AS v),
         docs AS MATERIALIZED (
@@ -213,7 +213,7 @@ export function vectorStatement(chatId: string, generation: Generation, vector: 
              -- Compared as text so no btree index matches: the planner would take the document
              -- index and rank every vector in scope (4 s at 100,000; bench/RESULTS.md).
              AND e.document_id::text = ANY((SELECT ids FROM docs)::text[])
-           ORDER BY e.embedding::${half} <=> (SELECT v::${half} FROM query) LIMIT ${limit}))
+           ORDER BY e.embedding::${indexed} <=> (SELECT v::${indexed} FROM query) LIMIT ${limit}))
         SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, d.page_unit, hits.distance
         FROM hits JOIN document_chunks c ON c.id = hits.chunk_id JOIN documents d ON d.id = c.document_id
         ORDER BY hits.distance, c.id`;

@@ -5,6 +5,7 @@ import { createKb } from '../../../test/support/documents.js';
 import { newUser, newWorkspace } from '../../../test/support/factories.js';
 import { queryRows } from '../../db/client.js';
 import { ensureHnswIndex } from '../embeddings/embeddings.repo.js';
+import { type VectorIndexStorage, vectorIndexStorages } from '../embeddings/embeddings.table.js';
 import { EXACT_SCAN_MAX, vectorCandidates, vectorStatement } from './knowledge-search.js';
 
 /*
@@ -22,7 +23,7 @@ function vectorFor(i: number): number[] {
   return [Math.sin(i * 1.7), Math.cos(i * 0.9), Math.sin(i * 0.37 + 1)];
 }
 
-async function world(inScope: number, outOfScope: number) {
+async function world(inScope: number, outOfScope: number, indexStorage: VectorIndexStorage) {
   const owner = await newUser(t);
   const ws = await newWorkspace(t, owner);
   const kb = await createKb(t, ws.id, owner, { name: 'Scope' });
@@ -31,9 +32,10 @@ async function world(inScope: number, outOfScope: number) {
   expect(res.statusCode, res.body).toBe(200);
   const [generation] = await queryRows<{ id: number }>(
     db(),
-    sql`INSERT INTO embedding_generations (model, dimensions, state) VALUES ('openai:text-embedding-3-small', ${DIMS}, 'active') RETURNING id`,
+    sql`INSERT INTO embedding_generations (model, dimensions, state, index_storage)
+        VALUES ('openai:text-embedding-3-small', ${DIMS}, 'active', ${indexStorage}) RETURNING id`,
   );
-  const gen = { id: generation!.id, model: 'openai:text-embedding-3-small', dimensions: DIMS };
+  const gen = { id: generation!.id, model: 'openai:text-embedding-3-small', dimensions: DIMS, indexStorage };
   await ensureHnswIndex(db(), gen);
   const docs = await queryRows<{ id: string; status: string }>(
     db(),
@@ -71,9 +73,10 @@ async function exactTop(documentId: string, generation: number, query: number[],
   return rows.map((r) => r.id);
 }
 
-describe('vector search scoped to a chat', () => {
+// Either index storage a generation may have (embeddings.table.ts): the search says its expression.
+describe.each(vectorIndexStorages)('vector search scoped to a chat, index on %s', (storage) => {
   it(`ranks a scope of at most ${EXACT_SCAN_MAX} vectors exactly, ignoring other and unready documents`, async () => {
-    const w = await world(300, 600);
+    const w = await world(300, 600, storage);
     for (const q of [7, 123, 999]) {
       const query = vectorFor(q);
       const hits = await vectorCandidates(db(), w.chat.id, w.gen, query, 10);
@@ -83,7 +86,7 @@ describe('vector search scoped to a chat', () => {
   });
 
   it(`uses the HNSW index with an iterative scan past ${EXACT_SCAN_MAX} vectors and still returns only the chat's documents`, async () => {
-    const w = await world(EXACT_SCAN_MAX + 200, 6000);
+    const w = await world(EXACT_SCAN_MAX + 200, 6000, storage);
     let found = 0;
     for (const q of [3, 41, 2048, 5000, 7777]) {
       const query = vectorFor(q);
