@@ -182,7 +182,9 @@ export const EXACT_SCAN_MAX = 4000;
  * generation's index expression, `embedding::halfvec(n) <=> query` (or `vector(n)`, embeddings' indexedVectorType), with the document filter
  * (written so that no btree index can serve it, else the planner prefers it) applied during the
  * scan: the connection's `hnsw.iterative_scan = relaxed_order` keeps scanning
- * until enough rows pass it; db/client.ts). The approximate order is re-sorted by the
+ * until enough rows pass it; db/client.ts). When the index scan still comes back short (hundreds
+ * of identical vectors outside the scope next to the query wall the graph off), the exact ranking
+ * runs instead: slower, never short. The approximate order is re-sorted by the
  * full-precision distance. Any other ORDER BY, or a tie-breaker, stops PostgreSQL from using the
  * index (bench/RESULTS.md shows the plans).
  */
@@ -203,17 +205,21 @@ export function vectorStatement(chatId: string, generation: Generation, vector: 
           WHERE d.processing_status = 'ready' AND d.id IN (${chatDocumentIds(chatId)})),
         scoped AS MATERIALIZED (
           SELECT count(*) AS n FROM (SELECT 1 FROM chunk_embeddings e WHERE ${scope} LIMIT ${EXACT_SCAN_MAX + 1}) s),
+        approximate AS MATERIALIZED (
+          SELECT e.chunk_id, e.embedding <=> (SELECT v FROM query) AS distance FROM chunk_embeddings e
+          WHERE (SELECT n FROM scoped) > ${EXACT_SCAN_MAX} AND e.generation = ${id}
+            -- Compared as text so no btree index matches: the planner would take the document
+            -- index and rank every vector in scope (4 s at 100,000; bench/RESULTS.md).
+            AND e.document_id::text = ANY((SELECT ids FROM docs)::text[])
+          ORDER BY e.embedding::${indexed} <=> (SELECT v::${indexed} FROM query) LIMIT ${limit}),
         hits AS (
+          -- Exact for a small scope, and the safety net of a large one whose index scan came back
+          -- short (many identical vectors outside the scope can wall the graph off; tested).
           (SELECT e.chunk_id, e.embedding <=> (SELECT v FROM query) AS distance FROM chunk_embeddings e
-           WHERE (SELECT n FROM scoped) <= ${EXACT_SCAN_MAX} AND ${scope}
+           WHERE ((SELECT n FROM scoped) <= ${EXACT_SCAN_MAX} OR (SELECT count(*) FROM approximate) < ${limit}) AND ${scope}
            ORDER BY distance LIMIT ${limit})
           UNION ALL
-          (SELECT e.chunk_id, e.embedding <=> (SELECT v FROM query) AS distance FROM chunk_embeddings e
-           WHERE (SELECT n FROM scoped) > ${EXACT_SCAN_MAX} AND e.generation = ${id}
-             -- Compared as text so no btree index matches: the planner would take the document
-             -- index and rank every vector in scope (4 s at 100,000; bench/RESULTS.md).
-             AND e.document_id::text = ANY((SELECT ids FROM docs)::text[])
-           ORDER BY e.embedding::${indexed} <=> (SELECT v::${indexed} FROM query) LIMIT ${limit}))
+          (SELECT * FROM approximate WHERE (SELECT count(*) FROM approximate) >= ${limit}))
         SELECT c.id, c.document_id, d.name AS document_name, c.content, c.page, d.page_unit, hits.distance
         FROM hits JOIN document_chunks c ON c.id = hits.chunk_id JOIN documents d ON d.id = c.document_id
         ORDER BY hits.distance, c.id`;

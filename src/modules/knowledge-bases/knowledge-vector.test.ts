@@ -23,7 +23,13 @@ function vectorFor(i: number): number[] {
   return [Math.sin(i * 1.7), Math.cos(i * 0.9), Math.sin(i * 0.37 + 1)];
 }
 
-async function world(inScope: number, outOfScope: number, indexStorage: VectorIndexStorage) {
+/**
+ * A chat whose knowledge base holds `inScope` chunks of one document, beside `outOfScope` chunks of
+ * another and 50 of an unready one; `decoysNear` puts 400 more out-of-scope vectors right around
+ * each of those query vectors (`decoySpread` apart; 0: identical), so an index scan that stops at its first `hnsw.ef_search` (100)
+ * candidates finds none of the chat's own (the iterative scan must go on past them).
+ */
+async function world(inScope: number, outOfScope: number, indexStorage: VectorIndexStorage, decoysNear: number[] = [], decoySpread = 1e-3) {
   const owner = await newUser(t);
   const ws = await newWorkspace(t, owner);
   const kb = await createKb(t, ws.id, owner, { name: 'Scope' });
@@ -60,6 +66,16 @@ async function world(inScope: number, outOfScope: number, indexStorage: VectorIn
   await add(inside!, 0, inScope);
   await add(outside!, inScope, outOfScope);
   await add(pending!, inScope + outOfScope, 50);
+  for (const [n, q] of decoysNear.entries()) {
+    await db().execute(sql`
+      WITH chunks AS (
+        INSERT INTO document_chunks (document_id, workspace_id, chunk_index, content, token_count)
+        SELECT ${outside}, ${ws.id}, g, 'decoy ' || g, 2 FROM generate_series(${100_000 + n * 400}::int, ${100_000 + n * 400 + 399}::int) g
+        RETURNING id, chunk_index)
+      INSERT INTO chunk_embeddings (chunk_id, generation, document_id, embedding)
+      SELECT id, ${gen.id}, ${outside}, format('[%s,%s,%s]', sin(${q}::int * 1.7) + (chunk_index % 20) * ${decoySpread}::float8, cos(${q}::int * 0.9) + (chunk_index % 400 / 20) * ${decoySpread}::float8, sin(${q}::int * 0.37 + 1))::vector
+      FROM chunks`);
+  }
   await db().execute(sql`ANALYZE chunk_embeddings`);
   return { chat, gen, inside: inside!, outside: outside!, pending: pending! };
 }
@@ -86,9 +102,10 @@ describe.each(vectorIndexStorages)('vector search scoped to a chat, index on %s'
   });
 
   it(`uses the HNSW index with an iterative scan past ${EXACT_SCAN_MAX} vectors and still returns only the chat's documents`, async () => {
-    const w = await world(EXACT_SCAN_MAX + 200, 6000, storage);
+    const queries = [3, 41, 2048, 5000, 7777];
+    const w = await world(EXACT_SCAN_MAX + 200, 6000, storage, queries);
     let found = 0;
-    for (const q of [3, 41, 2048, 5000, 7777]) {
+    for (const q of queries) {
       const query = vectorFor(q);
       const hits = await vectorCandidates(db(), w.chat.id, w.gen, query, 10);
       // The document filter is applied during the scan: a full page of the chat's own chunks.
@@ -109,5 +126,16 @@ describe.each(vectorIndexStorages)('vector search scoped to a chat, index on %s'
     const indexLine = plan.find((line) => line.includes(`Index Scan using chunk_embeddings_hnsw_${w.gen.id}`));
     expect(indexLine, plan.join('\n')).toBeDefined();
     expect(indexLine).not.toContain('never executed');
+  });
+
+  it('still returns a full page in the exact order when identical vectors outside the scope wall the query off in the index', async () => {
+    const queries = [5000, 7777];
+    // 400 copies of each query's own vector in another document: the index scan ends short.
+    const w = await world(EXACT_SCAN_MAX + 200, 2000, storage, queries, 0);
+    for (const q of queries) {
+      const query = vectorFor(q);
+      const hits = await vectorCandidates(db(), w.chat.id, w.gen, query, 10);
+      expect(hits.map((h) => h.id)).toEqual(await exactTop(w.inside, w.gen.id, query, 10));
+    }
   });
 });
