@@ -33,7 +33,7 @@ import { type DbOrTx, queryRows, textArrayLiteral as textArray } from '../src/db
 import { createDeps } from '../src/deps.js';
 import { ensureHnswIndex, type Generation } from '../src/modules/embeddings/embeddings.repo.js';
 import { type VectorIndexStorage, vectorIndexStorages } from '../src/modules/embeddings/embeddings.table.js';
-import { createKnowledgeSearch, EXACT_SCAN_MAX, fuse, lexicalCandidates, lexicalStatement, vectorCandidates, vectorStatement } from '../src/modules/knowledge-bases/knowledge-search.js';
+import { createKnowledgeSearch, EXACT_SCAN_MAX, fuse, lexicalCandidates, lexicalStatement, vectorCandidates, vectorStatement, withVectorPlan } from '../src/modules/knowledge-bases/knowledge-search.js';
 import { createLogger } from '../src/platform/logger.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
 import { LARGE, prng, prose } from './corpus.js';
@@ -293,8 +293,8 @@ async function main() {
     };
     await explainLexical(chatAll);
     await explainLexical(chatSmall);
-    await explaining(db, plans).execute(vectorStatement(chatAll, gen, vectors[0]!));
-    await explaining(db, plans).execute(vectorStatement(chatSmall, gen, vectors[0]!));
+    await withVectorPlan(db, gen, (on) => explaining(on, plans).execute(vectorStatement(chatAll, gen, vectors[0]!)));
+    await withVectorPlan(db, gen, (on) => explaining(on, plans).execute(vectorStatement(chatSmall, gen, vectors[0]!)));
 
     const service = createKnowledgeSearch({ db, embeddings: deps.services.embeddings, metrics: deps.metrics.recorder, log: createLogger('silent') });
     const hybrid = async (chat: string, i: number) =>

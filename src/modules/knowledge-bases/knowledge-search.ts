@@ -189,7 +189,23 @@ export const EXACT_SCAN_MAX = 4000;
  * index (bench/RESULTS.md shows the plans).
  */
 export async function vectorCandidates(db: DbOrTx, chatId: string, generation: Generation, vector: number[], limit = CANDIDATES) {
-  return queryRows<Candidate & { distance: number }>(db, vectorStatement(chatId, generation, vector, limit));
+  return withVectorPlan(db, generation, (on) => queryRows<Candidate & { distance: number }>(on, vectorStatement(chatId, generation, vector, limit)));
+}
+
+/**
+ * Runs `run` (vectorStatement) as the planner must see it. On a full-precision index (the
+ * embedded profile) the planner prices a 1,536-dimension distance like a cheap operator and
+ * prefers ranking 20,000 rows by a scan and a sort (500 ms on PGlite) to the index (a few ms);
+ * the cast a halfvec index needs tips it the right way on PostgreSQL. So sorting is disabled for
+ * that statement: of the approximate branch's plans only the index scan needs no sort, and the
+ * other branches have no plan without one. A transaction costs no round trip on PGlite.
+ */
+export async function withVectorPlan<T>(db: DbOrTx, generation: Generation, run: (db: DbOrTx) => Promise<T>): Promise<T> {
+  if (generation.indexStorage !== 'vector') return run(db);
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`SET LOCAL enable_sort = off`);
+    return run(tx);
+  });
 }
 
 /** The statement of vectorCandidates (the benchmark EXPLAINs it). */

@@ -6,7 +6,7 @@ import { newUser, newWorkspace } from '../../../test/support/factories.js';
 import { queryRows } from '../../db/client.js';
 import { ensureHnswIndex } from '../embeddings/embeddings.repo.js';
 import { type VectorIndexStorage, vectorIndexStorages } from '../embeddings/embeddings.table.js';
-import { EXACT_SCAN_MAX, vectorCandidates, vectorStatement } from './knowledge-search.js';
+import { EXACT_SCAN_MAX, vectorCandidates, vectorStatement, withVectorPlan } from './knowledge-search.js';
 
 /*
  * Vector search scoped to a chat's documents, on both of its paths: the exact ranking (a scope
@@ -120,9 +120,10 @@ describe.each(vectorIndexStorages)('vector search scoped to a chat, index on %s'
     // Approximate, but close: recall@10 over the five queries.
     expect(found / 50).toBeGreaterThanOrEqual(0.9);
     // And it was the index that ran (the exact branch's one-time filter stopped it).
-    const plan = (await queryRows<Record<string, string>>(db(), sql`EXPLAIN (ANALYZE) ${vectorStatement(w.chat.id, w.gen, vectorFor(3), 10)}`)).map(
-      (r) => Object.values(r)[0]!,
+    const explained = await withVectorPlan(db(), w.gen, (on) =>
+      queryRows<Record<string, string>>(on, sql`EXPLAIN (ANALYZE) ${vectorStatement(w.chat.id, w.gen, vectorFor(3), 10)}`),
     );
+    const plan = explained.map((r) => Object.values(r)[0]!);
     const indexLine = plan.find((line) => line.includes(`Index Scan using chunk_embeddings_hnsw_${w.gen.id}`));
     expect(indexLine, plan.join('\n')).toBeDefined();
     expect(indexLine).not.toContain('never executed');
