@@ -165,17 +165,9 @@ function createServices(
     listCache: accessCache.region('chat-lists'),
     invalidate,
   });
-  const embeddings = createEmbeddingsService({
-    db,
-    config,
-    credit,
-    modelRegistry,
-    enqueueBackfill: base.enqueueBackfill,
-    log: log.child({ module: 'embeddings' }),
-    metrics,
-    // PGlite (WebAssembly) converts half floats in software: full-precision indexes are faster there.
-    vectorIndexStorage: database.kind === 'pglite' ? 'vector' : 'halfvec',
-  });
+  // PGlite (WebAssembly) converts half floats in software: full-precision indexes are faster there.
+  const vectorIndexStorage = database.kind === 'pglite' ? 'vector' : 'halfvec';
+  const embeddings = createEmbeddingsService({ db, config, credit, modelRegistry, enqueueBackfill: base.enqueueBackfill, log: log.child({ module: 'embeddings' }), metrics, vectorIndexStorage });
   const knowledge =
     overrides.knowledge ?? createKnowledgeSearch({
       db,
