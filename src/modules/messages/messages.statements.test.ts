@@ -1,18 +1,10 @@
-import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { forgetCachedAccess } from '../../../test/support/app.js';
 import { chatWorld, injectStream, useChatTestApp } from '../../../test/support/chat.js';
-import { startTracing } from '../../platform/tracing.js';
+import { recordSpans } from '../../../test/support/spans.js';
 
 // Tracing on before the app is built (request and SQL spans are installed then).
-const exporter = new InMemorySpanExporter();
-let tracing: ReturnType<typeof startTracing> | undefined;
-beforeAll(() => {
-  tracing = startTracing({ serviceName: 'workspace-ai-test', exporter });
-});
-afterAll(async () => {
-  await tracing?.shutdown();
-});
+const exporter = recordSpans();
 const { t, fake } = useChatTestApp();
 
 /** The SQL of one streamed send, split at the model call: what ran before it and what after. */

@@ -1,6 +1,5 @@
 import { SpanKind } from '@opentelemetry/api';
-import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestApp } from '../../../../test/support/app.js';
 import { newUser, newWorkspace } from '../../../../test/support/factories.js';
 import {
@@ -12,21 +11,14 @@ import {
   subscriptionObject,
   TEST_WEBHOOK_SECRET,
 } from '../../../../test/support/webhook.js';
-import { startTracing } from '../../../platform/tracing.js';
+import { recordSpans } from '../../../../test/support/spans.js';
 import { billingCustomers } from '../billing.table.js';
 
 /**
  * Issue 14, item 5: at most 5 statements per subscription event. Each event is one statement,
  * without BEGIN/COMMIT, for every type, new or redelivered (docs/decisions.md, "Hot paths").
  */
-const exporter = new InMemorySpanExporter();
-let tracing: ReturnType<typeof startTracing> | undefined;
-beforeAll(() => {
-  tracing = startTracing({ serviceName: 'workspace-ai-test', exporter });
-});
-afterAll(async () => {
-  await tracing?.shutdown();
-});
+const exporter = recordSpans();
 const t = useTestApp({ PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET });
 
 /** The SQL statements run while the webhook handled `event` (in its request's trace). */
