@@ -22,13 +22,12 @@
  * `createKnowledgeSearch` (query embedding on a fake model server), one at a time.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type SQL, sql } from 'drizzle-orm';
 import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config/env.js';
 import { type DbOrTx, queryRows, textArrayLiteral as textArray } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
 import { ensureHnswIndex, type Generation } from '../src/modules/embeddings/embeddings.repo.js';
@@ -37,7 +36,7 @@ import { createKnowledgeSearch, EXACT_SCAN_MAX, fuse, lexicalCandidates, lexical
 import { createLogger } from '../src/platform/logger.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
 import { LARGE, prng, prose } from './corpus.js';
-import { appendResults, ascending, call, createBenchDatabase, fmt, listen, loadAverage, machineLine, percentile, positiveInt } from './support.js';
+import { appendResults, ascending, call, createBenchDatabase, fmt, listen, loadAverage, machineLine, percentile, positiveInt, fakeModelBenchConfig } from './support.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -96,21 +95,13 @@ async function main() {
   const fake = await startFakeModelServer();
   const trim = setInterval(() => fake.requests.splice(0, fake.requests.length), 1000);
   trim.unref();
-  const plansFile = path.join(dataDir, 'plans.json');
-  writeFileSync(plansFile, JSON.stringify({ free: { ai_credit: 1_000_000, max_documents: 1_000_000, max_storage_bytes: 100 * 1024 ** 3 } }));
-  const config = loadConfig({
-    ...process.env,
-    ...fake.env,
-    DATABASE_URL: bench?.url ?? '',
-    REDIS_URL: '',
-    EMBEDDING_MODEL: '',
-    LOG_LEVEL: 'silent',
-    DATA_DIR: dataDir,
-    SECRET_KEY: randomBytes(32).toString('hex'),
-    ALLOW_SIGNUP: 'true',
-    PLANS_FILE: plansFile,
+  const config = fakeModelBenchConfig({
+    databaseUrl: bench?.url ?? '',
+    dataDir,
+    fakeEnv: fake.env,
+    plan: { ai_credit: 1_000_000, max_documents: 1_000_000, max_storage_bytes: 100 * 1024 ** 3 },
     // Index builds over 100,000+ rows take minutes.
-    DATABASE_QUERY_TIMEOUT_MS: '3600000',
+    extra: { DATABASE_QUERY_TIMEOUT_MS: '3600000' },
   });
   const deps = await createDeps(config, createLogger('silent'));
   const app = await buildApp(deps);

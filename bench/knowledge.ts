@@ -23,18 +23,17 @@
  * Results are printed and appended to bench/RESULTS.md.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config/env.js';
 import { createDeps } from '../src/deps.js';
 import { createLogger } from '../src/platform/logger.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
 import { type IngestionResult, ingestionRecord, ingestionTable, runIngestionPhase, selectFormats } from './knowledge-ingestion.js';
-import { appendResults, createBenchDatabase, loadAverage, machine, machineLine, positiveInt } from './support.js';
+import { appendResults, createBenchDatabase, loadAverage, machine, machineLine, positiveInt, fakeModelBenchConfig } from './support.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -126,20 +125,12 @@ async function main(): Promise<void> {
   const fake = await startFakeModelServer();
   const trim = setInterval(() => fake.requests.splice(0, fake.requests.length), 1000);
   trim.unref();
-  const plansFile = path.join(dataDir, 'plans.json');
-  writeFileSync(plansFile, JSON.stringify({ free: { ai_credit: 1_000_000, max_documents: 1_000_000, max_storage_bytes: 100 * 1024 ** 3 } }));
-  const config = loadConfig({
-    ...process.env,
-    ...fake.env,
-    DATABASE_URL: bench.url,
-    REDIS_URL: '',
-    EMBEDDING_MODEL: '',
-    LOG_LEVEL: 'silent',
-    DATA_DIR: dataDir,
-    SECRET_KEY: randomBytes(32).toString('hex'),
-    ALLOW_SIGNUP: 'true',
-    THROTTLE_DOCUMENT_UPLOADS: '1000000/hour',
-    PLANS_FILE: plansFile,
+  const config = fakeModelBenchConfig({
+    databaseUrl: bench.url,
+    dataDir,
+    fakeEnv: fake.env,
+    plan: { ai_credit: 1_000_000, max_documents: 1_000_000, max_storage_bytes: 100 * 1024 ** 3 },
+    extra: { THROTTLE_DOCUMENT_UPLOADS: '1000000/hour' },
   });
   process.stdout.write(`starting the app on ${bench.label} (migrations run on start-up)...\n`);
   const deps = await createDeps(config, createLogger('silent'));

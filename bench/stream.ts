@@ -22,8 +22,7 @@
  * Results are printed and appended to bench/RESULTS.md.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +30,6 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config/env.js';
 import { createDeps } from '../src/deps.js';
 import { createLogger } from '../src/platform/logger.js';
 import type { ChildMessage, FinishedReport, OpenedReport, ParentMessage, StreamBenchOptions, TtfdSample } from './stream-client.js';
@@ -46,6 +44,7 @@ import {
   mib,
   percentile,
   positiveInt,
+  fakeModelBenchConfig,
 } from './support.js';
 
 const { values: args } = parseArgs({
@@ -198,21 +197,12 @@ async function main(): Promise<void> {
     bench = process.env.DATABASE_URL ? await createBenchDatabase(process.env.DATABASE_URL, 'wsai_bench_stream') : undefined;
     const database = bench?.label ?? 'PGlite (embedded, temporary directory; one connection)';
     // Free-plan credit high enough for every reservation of the run (each reserves max_tokens' worth).
-    const plansFile = path.join(dataDir, 'plans.json');
-    writeFileSync(plansFile, JSON.stringify({ free: { ai_credit: 1_000_000 } }));
-    const config = loadConfig({
-      ...process.env,
-      ...fakeEnv,
-      DATABASE_URL: bench?.url ?? '',
-      REDIS_URL: '',
-      EMBEDDING_MODEL: '',
-      LOG_LEVEL: 'silent',
-      DATA_DIR: dataDir,
-      SECRET_KEY: randomBytes(32).toString('hex'),
-      ALLOW_SIGNUP: 'true',
-      THROTTLE_CHAT_MESSAGES: '100000000/minute',
-      THROTTLE_LOGIN: '100000000/minute',
-      PLANS_FILE: plansFile,
+    const config = fakeModelBenchConfig({
+      databaseUrl: bench?.url ?? '',
+      dataDir,
+      fakeEnv,
+      plan: { ai_credit: 1_000_000 },
+      extra: { THROTTLE_CHAT_MESSAGES: '100000000/minute', THROTTLE_LOGIN: '100000000/minute' },
     });
     process.stdout.write(`starting the app on ${database} (migrations run on start-up)...\n`);
     deps = await createDeps(config, createLogger('silent'));

@@ -232,3 +232,32 @@ export function benchAppConfig(databaseUrl: string, dataDir: string) {
     PUBLIC_BASE_URL: 'http://127.0.0.1:8000',
   });
 }
+
+/**
+ * The app's settings for a benchmark that talks to a fake model server: no Redis, no embedding
+ * model unless `extra` names one, logging silent, sign-up open, its own DATA_DIR, and a plans
+ * file whose `free` plan is `plan` (limits high enough for the whole run).
+ */
+export function fakeModelBenchConfig(options: {
+  databaseUrl: string;
+  dataDir: string;
+  fakeEnv: Record<string, string>;
+  plan: Record<string, number>;
+  extra?: Record<string, string>;
+}) {
+  const plansFile = path.join(options.dataDir, 'plans.json');
+  writeFileSync(plansFile, JSON.stringify({ free: options.plan }));
+  return loadConfig({
+    ...process.env,
+    ...options.fakeEnv,
+    DATABASE_URL: options.databaseUrl,
+    REDIS_URL: '',
+    EMBEDDING_MODEL: '',
+    LOG_LEVEL: 'silent',
+    DATA_DIR: options.dataDir,
+    SECRET_KEY: randomBytes(32).toString('hex'),
+    ALLOW_SIGNUP: 'true',
+    PLANS_FILE: plansFile,
+    ...options.extra,
+  });
+}
