@@ -8,6 +8,8 @@ import { createDeps } from '../../src/deps.js';
 import { type TestApp, testConfig } from './app.js';
 import { testDatabase, truncateAll } from './db.js';
 import { type CapturedLog, captureLog } from './log.js';
+import { newUser, newWorkspace, type TestUser, type TestWorkspace } from './factories.js';
+import { billingCustomers } from '../../src/modules/billing/billing.table.js';
 
 /**
  * Signed payment-provider events for tests: payloads shaped like the provider's (Stripe's) JSON
@@ -213,4 +215,29 @@ export function useLoggedTestApp(env: Record<string, string> = {}): LoggedTestAp
     await holder.close?.();
   });
   return holder;
+}
+
+/**
+ * A workspace whose owner has a customer account record, and a mirrored Pro (`prod_pro`,
+ * `price_pro`) and Team (`prod_team`, `price_team`) catalog, made an hour ago.
+ */
+export async function workspaceWithCatalog(t: TestApp): Promise<{ owner: TestUser; ws: TestWorkspace; customer: string }> {
+  const owner = await newUser(t);
+  const ws = await newWorkspace(t, owner);
+  const customer = `cus_${owner.id}`;
+  await t.deps.database.db.insert(billingCustomers).values({ providerCustomerId: customer, userId: owner.id });
+  const created = nowSeconds() - 3600;
+  for (const [product, plan, price] of [
+    ['prod_pro', 'pro', 'price_pro'],
+    ['prod_team', 'team', 'price_team'],
+  ] as const) {
+    for (const event of [
+      providerEvent('product.created', productObject({ id: product, metadata: { plan } }), { created }),
+      providerEvent('price.created', priceObject({ id: price, product }), { created }),
+    ]) {
+      const res = await deliver(t, event);
+      if (res.statusCode !== 200) throw new Error(`setting up the catalog: ${res.statusCode} ${res.body}`);
+    }
+  }
+  return { owner, ws, customer };
 }

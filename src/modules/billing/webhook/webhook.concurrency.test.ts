@@ -2,7 +2,6 @@ import { eq, sql } from 'drizzle-orm';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { useTestApp } from '../../../../test/support/app.js';
-import { newUser, newWorkspace } from '../../../../test/support/factories.js';
 import {
   deliver,
   nowSeconds,
@@ -12,8 +11,9 @@ import {
   providerEvent,
   subscriptionObject,
   TEST_WEBHOOK_SECRET,
+  workspaceWithCatalog,
 } from '../../../../test/support/webhook.js';
-import { billingCustomers, prices, products, subscriptionItems, subscriptions } from '../billing.table.js';
+import { prices, products, subscriptionItems, subscriptions } from '../billing.table.js';
 
 /**
  * Each event is one statement without an explicit transaction (docs/decisions.md, "Hot paths"):
@@ -27,21 +27,7 @@ const t = useTestApp({ PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET });
 const db = () => t.deps.database.db;
 const onPostgres = Boolean(process.env.TEST_DATABASE_URL);
 
-async function setup() {
-  const owner = await newUser(t);
-  const ws = await newWorkspace(t, owner);
-  const customer = `cus_${owner.id}`;
-  await db().insert(billingCustomers).values({ providerCustomerId: customer, userId: owner.id });
-  const created = nowSeconds() - 3600;
-  for (const [product, plan, price] of [
-    ['prod_pro', 'pro', 'price_pro'],
-    ['prod_team', 'team', 'price_team'],
-  ] as const) {
-    await deliver(t, providerEvent('product.created', productObject({ id: product, metadata: { plan } }), { created }));
-    await deliver(t, providerEvent('price.created', priceObject({ id: price, product }), { created }));
-  }
-  return { owner, ws, customer };
-}
+const setup = () => workspaceWithCatalog(t);
 
 /**
  * Delivers `first` then `second` (sent 100 ms apart) while another connection holds `lockSql`'s

@@ -11,12 +11,12 @@ import {
   signPayload,
   subscriptionObject,
   TEST_WEBHOOK_SECRET,
+  workspaceWithCatalog,
   useLoggedTestApp,
   WEBHOOK_URL,
 } from '../../../../test/support/webhook.js';
-import { newUser, newWorkspace, type TestUser, type TestWorkspace } from '../../../../test/support/factories.js';
+import { newWorkspace, type TestUser, type TestWorkspace } from '../../../../test/support/factories.js';
 import {
-  billingCustomers,
   features,
   prices,
   productFeatures,
@@ -57,21 +57,7 @@ interface Setup {
 }
 
 /** A workspace whose owner has a customer account record, and a mirrored Pro and Team catalog. */
-async function setup(): Promise<Setup> {
-  const owner = await newUser(t);
-  const ws = await newWorkspace(t, owner);
-  const customer = `cus_${owner.id}`;
-  await db().insert(billingCustomers).values({ providerCustomerId: customer, userId: owner.id });
-  const created = nowSeconds() - 3600;
-  for (const [product, plan, price] of [
-    ['prod_pro', 'pro', 'price_pro'],
-    ['prod_team', 'team', 'price_team'],
-  ] as const) {
-    expect((await deliver(t, providerEvent('product.created', productObject({ id: product, metadata: { plan } }), { created }))).statusCode).toBe(200);
-    expect((await deliver(t, providerEvent('price.created', priceObject({ id: price, product }), { created }))).statusCode).toBe(200);
-  }
-  return { owner, ws, customer };
-}
+const setup = (): Promise<Setup> => workspaceWithCatalog(t);
 
 const proItems = [{ price: 'price_pro', product: 'prod_pro' }];
 /** A `customer.subscription.<kind>` event. */
