@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { type Database, openDatabase, queryRows, queryRowsPrepared } from './client.js';
+import { type Database, openDatabase, preparedStatement, queryRows } from './client.js';
 import { rootMessage } from './errors.js';
 
 const url = process.env.TEST_DATABASE_URL;
@@ -40,19 +40,37 @@ describe.skipIf(!url)('the PostgreSQL pool', () => {
   });
 });
 
-describe('queryRowsPrepared', () => {
-  it('answers as queryRows, through a named statement prepared once per connection on PostgreSQL', async () => {
+describe('preparedStatement', () => {
+  const nextOf = preparedStatement<{ next: number; label: string; app: string }>(
+    (param) => sql`select ${param('n')}::int + 1 as next, ${param('label')}::text || ${'!'}::text as label, current_setting('application_name') as app`,
+  );
+
+  it('answers as queryRows with the values by name, through a named statement prepared once per connection on PostgreSQL', async () => {
     const database = await openDatabase(url ? { url, poolSize: 1 } : {});
     try {
-      const query = (n: number) => sql`select ${n}::int + 1 as next, current_setting('application_name') as app`;
       for (const n of [1, 2, 3]) {
-        expect(await queryRowsPrepared(database.db, query(n))).toEqual(await queryRows(database.db, query(n)));
+        const direct = await queryRows(database.db, sql`select ${n}::int + 1 as next, ${`n${n}`}::text || ${'!'}::text as label, current_setting('application_name') as app`);
+        expect(await nextOf(database.db, { n, label: `n${n}` })).toEqual(direct);
+        expect(direct[0]).toMatchObject({ next: n + 1, label: `n${n}!` });
       }
       if (url) {
         const prepared = await queryRows<{ name: string; statement: string }>(database.db, sql`select name, statement from pg_prepared_statements`);
         expect(prepared).toEqual([expect.objectContaining({ name: expect.stringMatching(/^q_[0-9a-f]{24}$/) })]);
         expect(prepared[0]!.statement).toContain('+ 1 as next');
       }
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('refuses a call that lacks a value instead of binding NULL (both paths)', async () => {
+    const database = await openDatabase(url ? { url, poolSize: 1 } : {});
+    try {
+      await expect(nextOf(database.db, { n: 1 })).rejects.toThrow('No value for the statement parameter "label"');
+      await database.db.transaction(async (tx) => {
+        await expect(nextOf(tx, { n: 1 })).rejects.toThrow('No value for the statement parameter "label"');
+        expect(await nextOf(tx, { n: 4, label: 'tx' })).toEqual([expect.objectContaining({ next: 5, label: 'tx!' })]);
+      });
     } finally {
       await database.close();
     }

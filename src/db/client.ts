@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { type SQL, sql } from 'drizzle-orm';
+import { is, Placeholder, type SQL, sql } from 'drizzle-orm';
 import type { drizzle as drizzlePgType } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -214,28 +214,55 @@ export async function queryRows<T>(db: DbOrTx, query: SQL): Promise<T[]> {
   return result.rows;
 }
 
-/** The node-postgres databases (their `$client` is a pg pool): queryRowsPrepared names their statements. */
+/** The node-postgres databases (their `$client` is a pg pool): preparedStatement names their statements. */
 const onPostgres = new WeakSet<object>();
-/** Statement names by text; bounded, so a caller building varying texts cannot grow it (or the server's) for ever. */
-const statementNames = new Map<string, string>();
-const MAX_NAMED_STATEMENTS = 64;
+
+/** A value of a prepared statement: one parameter each (dates as ISO strings, JSON as text). */
+export type StatementValue = string | number | boolean | null;
+/** The parameter named `name` in a prepared statement's text. */
+export type StatementParam = (name: string) => SQL;
 
 /**
- * queryRows for a hot statement whose text never varies (only its parameters): on PostgreSQL a
- * named prepared statement, parsed once per connection and then planned from the server's plan
- * cache, instead of parsed and planned on every call. Elsewhere (PGlite, a transaction) it is
- * queryRows. One round trip either way.
+ * A hot statement whose text never varies, only its values: `build(param)` composes it with
+ * `param(name)` wherever a value goes, and each call passes the values by name.
+ *
+ * On PostgreSQL (outside a transaction) the text is composed and rendered once, with
+ * placeholders; a call only fills in its values and runs a named prepared statement, parsed once
+ * per connection and planned from the server's plan cache, so neither drizzle nor the server
+ * builds the statement again (a webhook event's statement took ~7 % of its CPU to build).
+ * Elsewhere (PGlite, a transaction) it is composed with the values each call. One round trip
+ * either way. A value missing from `values` throws rather than binding NULL.
  */
-export async function queryRowsPrepared<T>(db: DbOrTx, query: SQL): Promise<T[]> {
-  if (!onPostgres.has(db)) return queryRows<T>(db, query);
-  const { sql: text, params } = (db as unknown as { dialect: { sqlToQuery(query: SQL): { sql: string; params: unknown[] } } }).dialect.sqlToQuery(query);
-  let name = statementNames.get(text);
-  if (!name && statementNames.size < MAX_NAMED_STATEMENTS) {
-    name = `q_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
-    statementNames.set(text, name);
-  }
-  if (!name) return queryRows<T>(db, query);
-  const pool = (db as unknown as { $client: pg.Pool }).$client;
-  const result = await pool.query<T & pg.QueryResultRow>({ name, text, values: params });
-  return result.rows;
+export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
+  /** The text, and each parameter's value name (or its constant value, rendered once). */
+  let rendered: { name: string; text: string; slots: ({ value: string } | { constant: unknown })[] } | undefined;
+  return async (db: DbOrTx, values: Readonly<Record<string, StatementValue>>): Promise<Row[]> => {
+    if (!onPostgres.has(db)) {
+      return queryRows<Row>(
+        db,
+        build((name) => {
+          if (!(name in values)) throw new Error(`No value for the statement parameter "${name}"`);
+          return sql`${values[name]}`;
+        }),
+      );
+    }
+    if (!rendered) {
+      const dialect = (db as unknown as { dialect: { sqlToQuery(query: SQL): { sql: string; params: unknown[] } } }).dialect;
+      const { sql: text, params } = dialect.sqlToQuery(build((name) => sql`${sql.placeholder(name)}`));
+      const slots = params.map((param) => (is(param, Placeholder) ? { value: param.name as string } : { constant: param }));
+      rendered = { name: `q_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text, slots };
+    }
+    const filled = rendered.slots.map((slot) => {
+      if (!('value' in slot)) return slot.constant;
+      if (!(slot.value in values)) throw new Error(`No value for the statement parameter "${slot.value}"`);
+      return values[slot.value];
+    });
+    const pool = (db as unknown as { $client: pg.Pool }).$client;
+    const result = await pool.query<Row & pg.QueryResultRow>({
+      name: rendered.name,
+      text: rendered.text,
+      values: filled,
+    });
+    return result.rows;
+  };
 }

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, type SQL, sql } from 'drizzle-orm';
-import { type DbOrTx, queryRowsPrepared } from '../../db/client.js';
+import { type DbOrTx, preparedStatement, type StatementParam, type StatementValue } from '../../db/client.js';
 import { newId } from '../../db/columns.js';
-import type { InboxParts } from './webhook/inbox.repo.js';
+import { type InboxMode, type InboxParts, type InboxRecord, inboxParts } from './webhook/inbox.repo.js';
 import type { WebhookOutcome } from './webhook/webhook.schemas.js';
 import { prices, products } from './billing.table.js';
 
@@ -54,55 +54,51 @@ export interface CatalogEventResult {
  * else `applied`), the caller's writes (`writes`: `WITH` entries, the upsert named `up`), and the
  * inbox record. The upsert is a compare-and-set on the version read (`cas`), so a concurrent
  * event of the same object that wrote first makes it write nothing (`applied`, `written` false):
- * the caller runs the statement again.
+ * the caller runs the statement again. Composed once per inbox mode (`catalogStatements`).
  */
-async function catalogEvent(db: DbOrTx, inbox: InboxParts, snap: SQL, lastEventAt: Date, writes: SQL): Promise<CatalogEventResult> {
-  const [row] = await queryRowsPrepared<CatalogEventResult & { previous: WebhookOutcome | null }>(
-    db,
-    sql`WITH snap AS (${snap}),
+const catalogEventSql = (p: StatementParam, inbox: InboxParts, snap: SQL, writes: SQL) =>
+  sql`WITH snap AS (${snap}),
       decision AS (
         SELECT ${inbox.previous} AS previous,
           CASE
             WHEN coalesce(${inbox.previous} <> 'failed', false) THEN 'duplicate'
-            WHEN (SELECT last_event_at FROM snap) > ${lastEventAt.toISOString()}::timestamptz THEN 'stale'
+            WHEN (SELECT last_event_at FROM snap) > ${p('lastEventAt')}::timestamptz THEN 'stale'
             ELSE 'applied'
           END AS outcome
       ),
       ${writes},
       ${inbox.record(sql`(SELECT outcome FROM decision)`, sql`(SELECT outcome FROM decision) = 'stale' OR EXISTS (SELECT 1 FROM up)`)}
       SELECT outcome AS decision, previous, EXISTS (SELECT 1 FROM recorded) AS recorded, EXISTS (SELECT 1 FROM up) AS written
-      FROM decision`,
-  );
-  return row!;
+      FROM decision`;
+
+/** A catalog event's statement for each inbox mode, from its snapshot and writes. */
+function catalogStatements(snap: (p: StatementParam) => SQL, writes: (p: StatementParam) => SQL) {
+  const statement = (mode: InboxMode) =>
+    preparedStatement<CatalogEventResult>((p) => catalogEventSql(p, inboxParts(mode, p), snap(p), writes(p)));
+  const byMode = { delivery: statement('delivery'), replay: statement('replay') };
+  return async (db: DbOrTx, inbox: InboxRecord, values: Record<string, StatementValue>): Promise<CatalogEventResult> => {
+    const [row] = await byMode[inbox.mode](db, { ...inbox.values, ...values });
+    return row!;
+  };
 }
 
 /** Whether the decision is to apply, and the compare-and-set of the upsert on `table`'s row read in `snap`. */
 const applying = sql`EXISTS (SELECT 1 FROM decision WHERE outcome = 'applied')`;
 const cas = (table: string) => sql.raw(`${table}.xmin = (SELECT version FROM snap) AND ${table}.last_event_at <= excluded.last_event_at`);
 
-/**
- * A product event in one statement: the decision, the product upserted, its features made exactly
- * `keys` (missing Feature records created: one created by a concurrent statement is locked and
- * returned by the insert's conflict clause, as the snapshot cannot see it), and the inbox record.
- */
-export async function applyProductEvent(db: DbOrTx, inbox: InboxParts, values: ProductValues, keys: string[]): Promise<CatalogEventResult> {
-  const featureRows = JSON.stringify(keys.map((key) => ({ id: newId(), key })));
-  return catalogEvent(
-    db,
-    inbox,
-    sql`SELECT id, xmin AS version, last_event_at FROM products WHERE provider_product_id = ${values.providerProductId}::text`,
-    values.lastEventAt,
-    sql`up AS (
+const productEvent = catalogStatements(
+  (p) => sql`SELECT id, xmin AS version, last_event_at FROM products WHERE provider_product_id = ${p('product')}::text`,
+  (p) => sql`up AS (
         INSERT INTO products (id, provider_product_id, name, active, plan, metadata, last_event_at)
-        SELECT ${newId()}::uuid, ${values.providerProductId}::text, ${values.name}::text, ${values.active}::boolean, ${values.plan}::text,
-          ${JSON.stringify(values.metadata)}::jsonb, ${values.lastEventAt.toISOString()}::timestamptz
+        SELECT ${p('newId')}::uuid, ${p('product')}::text, ${p('name')}::text, ${p('active')}::boolean, ${p('plan')}::text,
+          ${p('metadata')}::jsonb, ${p('lastEventAt')}::timestamptz
         WHERE ${applying}
         ON CONFLICT (provider_product_id) DO UPDATE SET name = excluded.name, active = excluded.active, plan = excluded.plan,
-          metadata = excluded.metadata, last_event_at = excluded.last_event_at, updated_at = ${new Date().toISOString()}::timestamptz
+          metadata = excluded.metadata, last_event_at = excluded.last_event_at, updated_at = ${p('now')}::timestamptz
         WHERE ${cas('products')}
         RETURNING id
       ),
-      wanted AS (SELECT f.id, f.key FROM jsonb_to_recordset(${featureRows}::jsonb) AS f(id uuid, key text)),
+      wanted AS (SELECT f.id, f.key FROM jsonb_to_recordset(${p('features')}::jsonb) AS f(id uuid, key text)),
       known AS (SELECT f.id, f.key FROM features f WHERE f.key IN (SELECT key FROM wanted)),
       created AS (
         INSERT INTO features (id, key)
@@ -117,30 +113,59 @@ export async function applyProductEvent(db: DbOrTx, inbox: InboxParts, values: P
       added AS (
         INSERT INTO product_features (product_id, feature_id) SELECT up.id, ids.id FROM up, ids ON CONFLICT DO NOTHING
       )`,
-  );
+);
+
+/**
+ * A product event in one statement: the decision, the product upserted, its features made exactly
+ * `keys` (missing Feature records created: one created by a concurrent statement is locked and
+ * returned by the insert's conflict clause, as the snapshot cannot see it), and the inbox record.
+ */
+export async function applyProductEvent(db: DbOrTx, inbox: InboxRecord, values: ProductValues, keys: string[]): Promise<CatalogEventResult> {
+  return productEvent(db, inbox, {
+    product: values.providerProductId,
+    newId: newId(),
+    name: values.name,
+    active: values.active,
+    plan: values.plan,
+    metadata: JSON.stringify(values.metadata),
+    lastEventAt: values.lastEventAt.toISOString(),
+    now: new Date().toISOString(),
+    features: JSON.stringify(keys.map((key) => ({ id: newId(), key }))),
+  });
 }
 
-/** A price event in one statement: the decision, the price upserted and the inbox record. */
-export async function applyPriceEvent(db: DbOrTx, inbox: InboxParts, values: PriceValues): Promise<CatalogEventResult> {
-  return catalogEvent(
-    db,
-    inbox,
-    sql`SELECT id, xmin AS version, last_event_at FROM prices WHERE provider_price_id = ${values.providerPriceId}::text`,
-    values.lastEventAt,
-    sql`up AS (
+const priceEvent = catalogStatements(
+  (p) => sql`SELECT id, xmin AS version, last_event_at FROM prices WHERE provider_price_id = ${p('price')}::text`,
+  (p) => sql`up AS (
         INSERT INTO prices (id, provider_price_id, provider_product_id, active, currency, unit_amount, interval, interval_count, freq, last_event_at)
-        SELECT ${newId()}::uuid, ${values.providerPriceId}::text, ${values.providerProductId}::text, ${values.active}::boolean,
-          ${values.currency}::text, ${values.unitAmount}::bigint, ${values.interval}::text, ${values.intervalCount}::integer,
-          ${values.freq}::text, ${values.lastEventAt.toISOString()}::timestamptz
+        SELECT ${p('newId')}::uuid, ${p('price')}::text, ${p('product')}::text, ${p('active')}::boolean,
+          ${p('currency')}::text, ${p('unitAmount')}::bigint, ${p('interval')}::text, ${p('intervalCount')}::integer,
+          ${p('freq')}::text, ${p('lastEventAt')}::timestamptz
         WHERE ${applying}
         ON CONFLICT (provider_price_id) DO UPDATE SET provider_product_id = excluded.provider_product_id, active = excluded.active,
           currency = excluded.currency, unit_amount = excluded.unit_amount, interval = excluded.interval,
           interval_count = excluded.interval_count, freq = excluded.freq, last_event_at = excluded.last_event_at,
-          updated_at = ${new Date().toISOString()}::timestamptz
+          updated_at = ${p('now')}::timestamptz
         WHERE ${cas('prices')}
         RETURNING id
       )`,
-  );
+);
+
+/** A price event in one statement: the decision, the price upserted and the inbox record. */
+export async function applyPriceEvent(db: DbOrTx, inbox: InboxRecord, values: PriceValues): Promise<CatalogEventResult> {
+  return priceEvent(db, inbox, {
+    price: values.providerPriceId,
+    newId: newId(),
+    product: values.providerProductId,
+    active: values.active,
+    currency: values.currency,
+    unitAmount: values.unitAmount,
+    interval: values.interval,
+    intervalCount: values.intervalCount,
+    freq: values.freq,
+    lastEventAt: values.lastEventAt.toISOString(),
+    now: new Date().toISOString(),
+  });
 }
 
 export interface PriceValues {

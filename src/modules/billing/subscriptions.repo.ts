@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
-import { type DbOrTx, queryRowsPrepared } from '../../db/client.js';
+import { type DbOrTx, preparedStatement, type StatementParam } from '../../db/client.js';
 import { newId } from '../../db/columns.js';
-import type { InboxParts } from './webhook/inbox.repo.js';
+import { type InboxParts, type InboxRecord, inboxParts } from './webhook/inbox.repo.js';
 import type { WebhookOutcome } from './webhook/webhook.schemas.js';
 import { accessGrantingStatuses, billingCustomers, endedStatuses, type subscriptions } from './billing.table.js';
 
@@ -70,71 +70,29 @@ const grantingList = sql.raw(granting.map((status) => `'${status}'`).join(', '))
 const endedList = sql.raw(endedStatuses.map((status) => `'${status}'`).join(', '));
 const ts = (date: Date | null | undefined) => (date ? date.toISOString() : null);
 
-/**
- * A subscription event in one statement, without an explicit transaction (a statement is atomic):
- * reads the inbox, the customer account record, the subscription and the named workspace,
- * decides the outcome under the ordering rules (webhook.service.ts), and when it applies writes
- * every field (insert, or update), recreates the items, puts it on its workspace (the one it is
- * on, else the one named, unless another access-granting subscription holds it; an attached one
- * that grants nothing stays), hands a freed workspace to a waiting subscription, and records the
- * event in the inbox with its outcome (`inbox`).
- *
- * Concurrency: every read is the statement's snapshot, so the write is a compare-and-set: the
- * update applies only to the row version that was read (`xmin`; PostgreSQL re-checks it on the
- * newest version after waiting for a concurrent writer's lock) and the insert only when no row
- * appeared meanwhile. When a concurrent event changed or created the subscription first, nothing
- * at all is written (`applied` with `written` false) and the caller runs the statement again on a
- * fresh snapshot. Throws the unique violation of ONE_GRANTING_INDEX when a concurrent statement
- * attached another access-granting subscription to the workspace: run it again, too.
- */
-export async function applySubscriptionEvent(
-  db: DbOrTx,
-  inbox: InboxParts,
-  event: SubscriptionEvent,
-): Promise<SubscriptionEventResult> {
-  const f = event.fields;
-  const named = event.namedWorkspaceId;
-  const at = f.lastEventAt.toISOString();
-  const endsNow = sql`${event.endsNow}::boolean`;
-  const grantsNow = sql`${event.grantsNow}::boolean`;
-  const v = {
-    customer: sql`${f.providerCustomerId}::text`,
-    status: sql`${f.status}::text`,
-    currentPeriodStart: sql`${ts(f.currentPeriodStart)}::timestamptz`,
-    currentPeriodEnd: sql`${ts(f.currentPeriodEnd)}::timestamptz`,
-    billingCycleAnchor: sql`${ts(f.billingCycleAnchor)}::timestamptz`,
-    trialStart: sql`${ts(f.trialStart)}::timestamptz`,
-    trialEnd: sql`${ts(f.trialEnd)}::timestamptz`,
-    cancelAt: sql`${ts(f.cancelAt)}::timestamptz`,
-    cancelAtPeriodEnd: sql`${f.cancelAtPeriodEnd ?? false}::boolean`,
-    canceledAt: sql`${ts(f.canceledAt)}::timestamptz`,
-    endedAt: sql`${ts(f.endedAt)}::timestamptz`,
-    metadata: sql`${JSON.stringify(f.metadata ?? {})}::jsonb`,
-    lastEventAt: sql`${at}::timestamptz`,
-  };
-  const items = JSON.stringify(
-    event.items.map((item) => ({ id: newId(), item: item.providerItemId, price: item.providerPriceId, product: item.providerProductId, quantity: item.quantity })),
-  );
-  const [row] = await queryRowsPrepared<{
-    decision: WebhookOutcome | 'duplicate';
-    previous: WebhookOutcome | null;
-    recorded: boolean;
-    written: boolean;
-    previous_workspace: string | null;
-    target: string | null;
-    workspace_id: string | null;
-    holder: string | null;
-    waiting: string | null;
-  }>(
-    db,
-    sql`WITH cur AS (
+/** The statement's result row (see SubscriptionEventResult). */
+interface SubscriptionEventRow {
+  decision: WebhookOutcome | 'duplicate';
+  previous: WebhookOutcome | null;
+  recorded: boolean;
+  written: boolean;
+  previous_workspace: string | null;
+  target: string | null;
+  workspace_id: string | null;
+  holder: string | null;
+  waiting: string | null;
+}
+
+/** The statement of applySubscriptionEvent, composed once per inbox mode. */
+const subscriptionEventSql = (p: StatementParam, inbox: InboxParts) =>
+  sql`WITH cur AS (
         SELECT id, status, workspace_id, last_event_at, xmin AS version FROM subscriptions
-        WHERE provider_subscription_id = ${f.providerSubscriptionId}::text
+        WHERE provider_subscription_id = ${p('subscription')}::text
       ),
       facts AS (
         SELECT ${inbox.previous} AS previous,
-          EXISTS (SELECT 1 FROM billing_customers c WHERE c.provider_customer_id = ${v.customer}) AS customer_exists,
-          (${named}::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM workspaces w WHERE w.id = ${named}::uuid)) AS named_exists,
+          EXISTS (SELECT 1 FROM billing_customers c WHERE c.provider_customer_id = ${p('customer')}::text) AS customer_exists,
+          (${p('named')}::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM workspaces w WHERE w.id = ${p('named')}::uuid)) AS named_exists,
           cur.id, cur.status, cur.workspace_id, cur.last_event_at, cur.version
         FROM (SELECT 1) AS one LEFT JOIN cur ON true
       ),
@@ -143,11 +101,11 @@ export async function applySubscriptionEvent(
           CASE
             WHEN coalesce(previous <> 'failed', false) THEN 'duplicate'
             WHEN NOT customer_exists THEN 'skipped'
-            WHEN id IS NOT NULL AND status IN (${endedList}) AND NOT ${endsNow} THEN 'ignored'
-            WHEN id IS NOT NULL AND ${v.lastEventAt} < last_event_at AND NOT (${endsNow} AND status NOT IN (${endedList})) THEN 'stale'
+            WHEN id IS NOT NULL AND status IN (${endedList}) AND NOT ${p('endsNow')}::boolean THEN 'ignored'
+            WHEN id IS NOT NULL AND ${p('lastEventAt')}::timestamptz < last_event_at AND NOT (${p('endsNow')}::boolean AND status NOT IN (${endedList})) THEN 'stale'
             ELSE 'applied'
           END AS outcome,
-          coalesce(workspace_id, CASE WHEN named_exists THEN ${named}::uuid END) AS target
+          coalesce(workspace_id, CASE WHEN named_exists THEN ${p('named')}::uuid END) AS target
         FROM facts
       ),
       holder AS (
@@ -158,17 +116,17 @@ export async function applySubscriptionEvent(
       placed AS (
         SELECT d.id, d.version,
           CASE WHEN d.target IS NULL THEN NULL
-            WHEN (d.target = d.workspace_id AND NOT ${grantsNow}) OR NOT EXISTS (SELECT 1 FROM holder) THEN d.target
+            WHEN (d.target = d.workspace_id AND NOT ${p('grantsNow')}::boolean) OR NOT EXISTS (SELECT 1 FROM holder) THEN d.target
           END AS place
         FROM decision d WHERE d.outcome = 'applied'
       ),
       upd AS (
-        UPDATE subscriptions s SET provider_customer_id = ${v.customer}, status = ${v.status},
-          current_period_start = ${v.currentPeriodStart}, current_period_end = ${v.currentPeriodEnd},
-          billing_cycle_anchor = ${v.billingCycleAnchor}, trial_start = ${v.trialStart}, trial_end = ${v.trialEnd},
-          cancel_at = ${v.cancelAt}, cancel_at_period_end = ${v.cancelAtPeriodEnd}, canceled_at = ${v.canceledAt},
-          ended_at = ${v.endedAt}, metadata = ${v.metadata}, last_event_at = ${v.lastEventAt},
-          updated_at = ${new Date().toISOString()}::timestamptz, workspace_id = p.place
+        UPDATE subscriptions s SET provider_customer_id = ${p('customer')}::text, status = ${p('status')}::text,
+          current_period_start = ${p('currentPeriodStart')}::timestamptz, current_period_end = ${p('currentPeriodEnd')}::timestamptz,
+          billing_cycle_anchor = ${p('billingCycleAnchor')}::timestamptz, trial_start = ${p('trialStart')}::timestamptz, trial_end = ${p('trialEnd')}::timestamptz,
+          cancel_at = ${p('cancelAt')}::timestamptz, cancel_at_period_end = ${p('cancelAtPeriodEnd')}::boolean, canceled_at = ${p('canceledAt')}::timestamptz,
+          ended_at = ${p('endedAt')}::timestamptz, metadata = ${p('metadata')}::jsonb, last_event_at = ${p('lastEventAt')}::timestamptz,
+          updated_at = ${p('now')}::timestamptz, workspace_id = p.place
         FROM placed p
         WHERE s.id = p.id AND s.xmin = p.version
         RETURNING s.id, s.workspace_id
@@ -177,9 +135,9 @@ export async function applySubscriptionEvent(
         INSERT INTO subscriptions (id, provider_subscription_id, provider_customer_id, status, current_period_start,
           current_period_end, billing_cycle_anchor, trial_start, trial_end, cancel_at, cancel_at_period_end, canceled_at,
           ended_at, metadata, last_event_at, workspace_id)
-        SELECT ${newId()}::uuid, ${f.providerSubscriptionId}::text, ${v.customer}, ${v.status}, ${v.currentPeriodStart},
-          ${v.currentPeriodEnd}, ${v.billingCycleAnchor}, ${v.trialStart}, ${v.trialEnd}, ${v.cancelAt}, ${v.cancelAtPeriodEnd},
-          ${v.canceledAt}, ${v.endedAt}, ${v.metadata}, ${v.lastEventAt}, p.place
+        SELECT ${p('newId')}::uuid, ${p('subscription')}::text, ${p('customer')}::text, ${p('status')}::text, ${p('currentPeriodStart')}::timestamptz,
+          ${p('currentPeriodEnd')}::timestamptz, ${p('billingCycleAnchor')}::timestamptz, ${p('trialStart')}::timestamptz, ${p('trialEnd')}::timestamptz, ${p('cancelAt')}::timestamptz, ${p('cancelAtPeriodEnd')}::boolean,
+          ${p('canceledAt')}::timestamptz, ${p('endedAt')}::timestamptz, ${p('metadata')}::jsonb, ${p('lastEventAt')}::timestamptz, p.place
         FROM placed p WHERE p.id IS NULL
         ON CONFLICT (provider_subscription_id) DO NOTHING
         RETURNING id, workspace_id
@@ -189,13 +147,13 @@ export async function applySubscriptionEvent(
       added AS (
         INSERT INTO subscription_items (id, subscription_id, provider_item_id, provider_price_id, provider_product_id, quantity)
         SELECT i.id, sub.id, i.item, i.price, i.product, i.quantity
-        FROM sub, jsonb_to_recordset(${items}::jsonb) AS i(id uuid, item text, price text, product text, quantity integer)
+        FROM sub, jsonb_to_recordset(${p('items')}::jsonb) AS i(id uuid, item text, price text, product text, quantity integer)
       ),
       waiting AS (
         UPDATE subscriptions w SET workspace_id = d.workspace_id
         FROM decision d
         WHERE d.workspace_id IS NOT NULL AND d.status IN (${grantingList})
-          AND EXISTS (SELECT 1 FROM sub WHERE NOT (sub.workspace_id IS NOT DISTINCT FROM d.workspace_id AND ${grantsNow}))
+          AND EXISTS (SELECT 1 FROM sub WHERE NOT (sub.workspace_id IS NOT DISTINCT FROM d.workspace_id AND ${p('grantsNow')}::boolean))
           AND w.id = (
             SELECT o.id FROM subscriptions o
             WHERE o.workspace_id IS NULL AND o.status IN (${grantingList}) AND o.metadata->>'workspace_id' = d.workspace_id::text
@@ -217,8 +175,61 @@ export async function applySubscriptionEvent(
       SELECT d.outcome AS decision, d.previous, EXISTS (SELECT 1 FROM recorded) AS recorded, EXISTS (SELECT 1 FROM sub) AS written,
         d.workspace_id AS previous_workspace, d.target, (SELECT workspace_id FROM sub) AS workspace_id,
         (SELECT provider_subscription_id FROM holder) AS holder, (SELECT provider_subscription_id FROM waiting) AS waiting
-      FROM decision d`,
+      FROM decision d`;
+const subscriptionEventStatements = {
+  delivery: preparedStatement<SubscriptionEventRow>((p) => subscriptionEventSql(p, inboxParts('delivery', p))),
+  replay: preparedStatement<SubscriptionEventRow>((p) => subscriptionEventSql(p, inboxParts('replay', p))),
+};
+
+/**
+ * A subscription event in one statement, without an explicit transaction (a statement is atomic):
+ * reads the inbox, the customer account record, the subscription and the named workspace,
+ * decides the outcome under the ordering rules (webhook.service.ts), and when it applies writes
+ * every field (insert, or update), recreates the items, puts it on its workspace (the one it is
+ * on, else the one named, unless another access-granting subscription holds it; an attached one
+ * that grants nothing stays), hands a freed workspace to a waiting subscription, and records the
+ * event in the inbox with its outcome (`inbox`).
+ *
+ * Concurrency: every read is the statement's snapshot, so the write is a compare-and-set: the
+ * update applies only to the row version that was read (`xmin`; PostgreSQL re-checks it on the
+ * newest version after waiting for a concurrent writer's lock) and the insert only when no row
+ * appeared meanwhile. When a concurrent event changed or created the subscription first, nothing
+ * at all is written (`applied` with `written` false) and the caller runs the statement again on a
+ * fresh snapshot. Throws the unique violation of ONE_GRANTING_INDEX when a concurrent statement
+ * attached another access-granting subscription to the workspace: run it again, too.
+ */
+export async function applySubscriptionEvent(
+  db: DbOrTx,
+  inbox: InboxRecord,
+  event: SubscriptionEvent,
+): Promise<SubscriptionEventResult> {
+  const f = event.fields;
+  const items = JSON.stringify(
+    event.items.map((item) => ({ id: newId(), item: item.providerItemId, price: item.providerPriceId, product: item.providerProductId, quantity: item.quantity })),
   );
+  const [row] = await subscriptionEventStatements[inbox.mode](db, {
+    ...inbox.values,
+    subscription: f.providerSubscriptionId,
+    customer: f.providerCustomerId,
+    named: event.namedWorkspaceId,
+    endsNow: event.endsNow,
+    grantsNow: event.grantsNow,
+    status: f.status,
+    currentPeriodStart: ts(f.currentPeriodStart),
+    currentPeriodEnd: ts(f.currentPeriodEnd),
+    billingCycleAnchor: ts(f.billingCycleAnchor),
+    trialStart: ts(f.trialStart),
+    trialEnd: ts(f.trialEnd),
+    cancelAt: ts(f.cancelAt),
+    cancelAtPeriodEnd: f.cancelAtPeriodEnd ?? false,
+    canceledAt: ts(f.canceledAt),
+    endedAt: ts(f.endedAt),
+    metadata: JSON.stringify(f.metadata ?? {}),
+    lastEventAt: f.lastEventAt.toISOString(),
+    now: new Date().toISOString(),
+    newId: newId(),
+    items,
+  });
   return {
     decision: row!.decision,
     previous: row!.previous,

@@ -51,7 +51,7 @@ export function applyProduct(
     metadata: product.metadata,
     lastEventAt: new Date(event.created * 1000),
   };
-  const parts = inboxStore.inboxParts(event.id, inbox);
+  const parts = inboxStore.inboxRecord(event.id, inbox);
   return decided(`product ${product.id}`, () => catalogStore.applyProductEvent(db, parts, values, keys));
 }
 
@@ -75,6 +75,6 @@ export function applyPrice(
     freq: recurring ? `${recurring.interval}_${recurring.interval_count}` : null,
     lastEventAt: new Date(event.created * 1000),
   };
-  const parts = inboxStore.inboxParts(event.id, inbox);
+  const parts = inboxStore.inboxRecord(event.id, inbox);
   return decided(`price ${price.id}`, () => catalogStore.applyPriceEvent(db, parts, values));
 }

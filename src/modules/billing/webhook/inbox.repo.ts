@@ -1,5 +1,5 @@
 import { and, desc, eq, type SQL, sql } from 'drizzle-orm';
-import { type DbOrTx, queryRows } from '../../../db/client.js';
+import { type DbOrTx, queryRows, type StatementParam, type StatementValue } from '../../../db/client.js';
 import { webhookEvents } from '../billing.table.js';
 
 /**
@@ -19,42 +19,66 @@ export interface InboxEvent {
 
 /**
  * The inbox's parts of a mirror's one statement (an event is one statement, without an explicit
- * transaction: docs/decisions.md, "Hot paths"). `previous` is an SQL expression, the event's
- * outcome as recorded in the statement's snapshot (null: none; `failed`: an earlier attempt
- * failed, so this one may take over). `record(outcome, when)` is a `WITH` entry named `recorded`
- * that records the event with its final outcome when `when` holds, returning its id: it inserts
- * the event or takes over a `failed` attempt (attempts + 1); it returns nothing when the event is
- * already recorded with a final outcome, including by a concurrent delivery that committed after
- * the statement began (the insert waits on the primary key for it). The mirror writes only when
- * `previous` is not final and records the event in the same statement, so a redelivery is a
- * no-op. Without an event (a replay), `previous` is null and `record` sets the outcome of the
- * event's existing row.
+ * transaction: docs/decisions.md, "Hot paths"), composed once per `mode` with the statement's
+ * parameters (db/client.ts `preparedStatement`; their values: `inboxRecord`). `previous` is an
+ * SQL expression, the event's outcome as recorded in the statement's snapshot (null: none;
+ * `failed`: an earlier attempt failed, so this one may take over). `record(outcome, when)` is a
+ * `WITH` entry named `recorded` that records the event with its final outcome when `when` holds,
+ * returning its id: it inserts the event or takes over a `failed` attempt (attempts + 1); it
+ * returns nothing when the event is already recorded with a final outcome, including by a
+ * concurrent delivery that committed after the statement began (the insert waits on the primary
+ * key for it). The mirror writes only when `previous` is not final and records the event in the
+ * same statement, so a redelivery is a no-op. In a replay (no delivery), `previous` is null and
+ * `record` sets the outcome of the event's existing row.
  */
 export interface InboxParts {
   previous: SQL;
   record(outcome: SQL, when: SQL): SQL;
 }
 
-export function inboxParts(id: string, event: InboxEvent | null): InboxParts {
-  if (!event) {
+/** A delivery records the event it received; a replay re-applies a recorded one. */
+export type InboxMode = 'delivery' | 'replay';
+
+/** The inbox's side of one event's statement: which form, and the values of its parameters. */
+export interface InboxRecord {
+  mode: InboxMode;
+  values: Record<string, StatementValue>;
+}
+
+export function inboxParts(mode: InboxMode, param: StatementParam): InboxParts {
+  if (mode === 'replay') {
     return {
       previous: sql`NULL::text`,
       record: (outcome, when) =>
-        sql`recorded AS (UPDATE webhook_events SET outcome = ${outcome}, error = NULL WHERE id = ${id} AND ${when} RETURNING id)`,
+        sql`recorded AS (UPDATE webhook_events SET outcome = ${outcome}, error = NULL WHERE id = ${param('inboxId')}::text AND ${when} RETURNING id)`,
     };
   }
-  const now = new Date().toISOString();
   return {
-    previous: sql`(SELECT w.outcome FROM webhook_events w WHERE w.id = ${id})`,
+    previous: sql`(SELECT w.outcome FROM webhook_events w WHERE w.id = ${param('inboxId')}::text)`,
     record: (outcome, when) => sql`recorded AS (
       INSERT INTO webhook_events (id, type, created_at, outcome, attempts, payload)
-      SELECT ${event.id}, ${event.type}, ${event.createdAt.toISOString()}::timestamptz, ${outcome}, 1, ${event.payload}::text
+      SELECT ${param('inboxId')}::text, ${param('inboxType')}::text, ${param('inboxCreatedAt')}::timestamptz, ${outcome}, 1, ${param('inboxPayload')}::text
       WHERE ${when}
       ON CONFLICT (id) DO UPDATE SET outcome = excluded.outcome, attempts = webhook_events.attempts + 1, error = NULL,
-        received_at = ${now}::timestamptz, payload = excluded.payload
+        received_at = ${param('inboxReceivedAt')}::timestamptz, payload = excluded.payload
       WHERE webhook_events.outcome = 'failed'
       RETURNING id
     )`,
+  };
+}
+
+/** The inbox's values for event `id`: a delivery of `event`, or (null) a replay. */
+export function inboxRecord(id: string, event: InboxEvent | null): InboxRecord {
+  if (!event) return { mode: 'replay', values: { inboxId: id } };
+  return {
+    mode: 'delivery',
+    values: {
+      inboxId: event.id,
+      inboxType: event.type,
+      inboxCreatedAt: event.createdAt.toISOString(),
+      inboxPayload: event.payload,
+      inboxReceivedAt: new Date().toISOString(),
+    },
   };
 }
 

@@ -84,7 +84,7 @@ export async function applySubscription(
     endsNow: isEnded(fields.status),
     grantsNow: isGranting(fields.status),
   };
-  const parts = inboxStore.inboxParts(event.id, inbox);
+  const parts = inboxStore.inboxRecord(event.id, inbox);
   for (let run = 1; ; run++) {
     let result: subscriptionStore.SubscriptionEventResult;
     try {
