@@ -4,7 +4,7 @@
  * ordering check, mirror write and inbox record), on PostgreSQL.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:webhook \
- *     [-- --events 3000 --concurrency 16 --warmup 300 --client undici|fetch --no-record]
+ *     [-- --events 5000 --concurrency 16 --warmup 3000 --client undici|fetch --no-record]
  *
  * DATABASE_URL names the server only: the benchmark creates its own database
  * (`wsai_bench_webhook_<random>`) on it, migrates it, and drops it at the end, so it never
@@ -17,8 +17,15 @@
  * on 127.0.0.1 in the same process as the server (the figures include its cost): `undici`'s
  * `request` by default, `--client fetch` for the global `fetch` (what entries before 2026-11-24
  * used; it costs ~0.45 ms of CPU per request against ~0.13 ms, on the core the server needs). A
- * second phase redelivers already processed events (the duplicate fast path). Results are
- * printed and appended to bench/RESULTS.md.
+ * second phase redelivers already processed events (the duplicate fast path), and a third sends
+ * the same bodies and signatures to a bare Fastify route (JSON parse and answer: the floor of
+ * the client and HTTP). The warm-up (3,000 events by default; entries before 2026-11-24T17:00Z
+ * used 300) lets V8 optimise the hot path as in a server that has been running: with 300, the
+ * measured 5,000 events ran partly on unoptimised code (app CPU per event ~0.75 ms against ~0.52).
+ * Results are printed and appended to bench/RESULTS.md.
+ *
+ * CPU per event: this process's (server and client, every thread: process.cpuUsage) and the
+ * local PostgreSQL's (every process named `postgres`, from /proc), over each phase.
  *
  * SQL statements are counted in-process on PostgreSQL (every `query` of a node-postgres client,
  * BEGIN/COMMIT/SAVEPOINT included): per event over the measured phase, and per event type in a
@@ -31,6 +38,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { count } from 'drizzle-orm';
+import Fastify from 'fastify';
 import pg from 'pg';
 import Stripe from 'stripe';
 import { request } from 'undici';
@@ -40,14 +48,15 @@ import { createDeps } from '../src/deps.js';
 import { billingCustomers, webhookEvents } from '../src/modules/billing/billing.table.js';
 import { insertUser } from '../src/modules/users/users.repo.js';
 import { createLogger } from '../src/platform/logger.js';
+import { listen, postgresCpuSeconds, processCpuSeconds } from './support.js';
 
 const RESULTS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'RESULTS.md');
 
 const { values: args } = parseArgs({
   options: {
-    events: { type: 'string', default: process.env.BENCH_EVENTS ?? '3000' },
+    events: { type: 'string', default: process.env.BENCH_EVENTS ?? '5000' },
     concurrency: { type: 'string', default: process.env.BENCH_CONCURRENCY ?? '16' },
-    warmup: { type: 'string', default: process.env.BENCH_WARMUP_EVENTS ?? '300' },
+    warmup: { type: 'string', default: process.env.BENCH_WARMUP_EVENTS ?? '3000' },
     probe: { type: 'string', default: process.env.BENCH_PROBE_EVENTS ?? '50' },
     client: { type: 'string', default: process.env.BENCH_CLIENT ?? 'undici' },
     'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
@@ -101,6 +110,14 @@ const countStatements = () => {
     return { total: statements.total - total, kinds: delta as Record<string, number> };
   };
 };
+
+const bare = Fastify({ logger: false });
+bare.removeContentTypeParser('application/json');
+bare.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+bare.post('/bare', async (request) => {
+  const event = JSON.parse((request.body as Buffer).toString('utf8')) as { id: string };
+  return { received: true, id: event.id };
+});
 
 const SUBSCRIPTIONS = 50;
 const PRODUCTS = 20;
@@ -213,6 +230,9 @@ interface PhaseResult {
   statuses: Record<number, number>;
   /** SQL statements sent during the phase (PostgreSQL only). */
   statements?: number;
+  /** CPU seconds of this process (server and client) and of the local PostgreSQL's processes (null: not local). */
+  appCpu: number;
+  postgresCpu: number | null;
 }
 
 /** Sends every body (signed at send time) with at most `concurrency` requests in flight. */
@@ -222,6 +242,8 @@ async function run(label: string, url: string, bodies: string[], inFlight = conc
   let next = 0;
   const started = performance.now();
   const counted = countStatements();
+  const appCpuBefore = processCpuSeconds();
+  const postgresCpuBefore = postgresCpuSeconds();
   async function worker() {
     while (next < bodies.length) {
       const body = bodies[next++]!;
@@ -234,7 +256,17 @@ async function run(label: string, url: string, bodies: string[], inFlight = conc
   }
   await Promise.all(Array.from({ length: Math.min(inFlight, bodies.length) }, worker));
   const seconds = (performance.now() - started) / 1000;
-  return { label, events: bodies.length, seconds, latencies, statuses, statements: counted().total };
+  const postgresCpuAfter = postgresCpuSeconds();
+  return {
+    label,
+    events: bodies.length,
+    seconds,
+    latencies,
+    statuses,
+    statements: counted().total,
+    appCpu: processCpuSeconds() - appCpuBefore,
+    postgresCpu: postgresCpuBefore === null || postgresCpuAfter === null ? null : postgresCpuAfter - postgresCpuBefore,
+  };
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -242,14 +274,15 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFracti
 
 function table(results: PhaseResult[]): string {
   const lines = [
-    '| phase | events | events/s | latency p50 (ms) | latency p99 (ms) | SQL statements / event | statuses |',
-    '|---|---:|---:|---:|---:|---:|---|',
+    '| phase | events | events/s | latency p50 (ms) | latency p99 (ms) | SQL statements / event | CPU / event, app process incl. client (ms) | CPU / event, PostgreSQL (ms) | statuses |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of results) {
     const sorted = [...r.latencies].sort((a, b) => a - b);
     lines.push(
       `| ${r.label} | ${fmt(r.events)} | ${fmt(r.events / r.seconds)} | ${fmt(percentile(sorted, 50), 1)} | ${fmt(percentile(sorted, 99), 1)} | ` +
         `${statementsCounted ? fmt((r.statements ?? 0) / r.events, 2) : 'n/a'} | ` +
+        `${fmt((1000 * r.appCpu) / r.events, 3)} | ${r.postgresCpu === null || !statementsCounted ? 'n/a' : fmt((1000 * r.postgresCpu) / r.events, 3)} | ` +
         `${Object.entries(r.statuses).map(([s, n]) => `${s}: ${n}`).join(', ')} |`,
     );
   }
@@ -298,7 +331,9 @@ function record(results: PhaseResult[], database: string, outcomes: string, pool
       'check, validation, and the event applied and recorded in the inbox). Mix: 40 % subscription updates (50',
       'subscriptions on 50 workspaces), 30 % product updates (20 products, plan + features sync), 30 % price',
       `updates (40 prices); a bounded pool of requests (${client === 'fetch' ? '`fetch`' : "undici's `request`"}) in the same process on 127.0.0.1, after a warm-up.`,
-      '"redelivery" resends already processed events (acknowledged from the inbox, nothing applied).',
+      '"redelivery" resends already processed events (acknowledged from the inbox, nothing applied); "bare Fastify" sends the same',
+      'bodies and signatures to a bare Fastify route (JSON parse, answer) in the same process. CPU per event: this process',
+      "(server and client, every thread) and the local PostgreSQL's processes, over the phase.",
       '',
       `- machine: ${m.cpus} CPUs (nproc), ${m.cpu}, ${m.memory} RAM, ${m.os}`,
       `- Node ${m.node}; database: ${database}; 1-minute load average ${loadBefore} before the run, ${os.loadavg()[0]!.toFixed(2)} after`,
@@ -354,6 +389,11 @@ async function main(): Promise<void> {
     if (warmupEvents) await run('warm-up', url, bodies.slice(0, warmupEvents));
     const fresh = await run('new events', url, bodies.slice(warmupEvents));
     const redelivery = await run('redelivery', url, bodies.slice(warmupEvents, warmupEvents + Math.min(totalEvents, 1000)));
+    // The floor: the same client, bodies and signatures against a bare Fastify route that parses
+    // the JSON and answers like the app does (no signature check, no database).
+    const bareUrl = `${await listen(bare)}/bare`;
+    await run('warm-up (bare)', bareUrl, bodies.slice(0, warmupEvents));
+    const floor = await run('bare Fastify', bareUrl, bodies.slice(warmupEvents));
     const perType = await probe(url, base, fixture, Math.ceil((warmupEvents + totalEvents) / 10) * 10);
 
     const expected = warmupEvents + totalEvents + (perType.length ? 3 * probeEvents : 0);
@@ -362,7 +402,7 @@ async function main(): Promise<void> {
     const [{ n } = { n: 0 }] = await db.select({ n: count() }).from(webhookEvents);
 
     const m = machine();
-    const results = [fresh, redelivery];
+    const results = [fresh, redelivery, floor];
     process.stdout.write(`\n${m.cpus} CPUs, ${m.cpu}, Node ${m.node}; ${database}\ninbox: ${n} events (${outcomes})\n\n${table(results)}\n\n${perType.map((l) => `${l}\n`).join('')}\n`);
     const failures = results.filter((r) => Object.keys(r.statuses).some((s) => s !== '200'));
     if (n !== expected) process.stdout.write(`warning: the inbox holds ${n} events, expected ${expected}\n`);
@@ -371,6 +411,7 @@ async function main(): Promise<void> {
     if (failures.length || n !== expected) process.exitCode = 1;
   } finally {
     await app.close();
+    await bare.close();
     await deps.close();
     await bench?.drop();
     rmSync(dataDir, { recursive: true, force: true });
