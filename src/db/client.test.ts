@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { type Database, openDatabase, preparedStatement, queryRows } from './client.js';
+import { commitWithoutFlushWait, type Database, openDatabase, preparedStatement, queryRows } from './client.js';
 import { rootMessage } from './errors.js';
 
 const url = process.env.TEST_DATABASE_URL;
@@ -71,6 +71,23 @@ describe('preparedStatement', () => {
         await expect(nextOf(tx, { n: 1 })).rejects.toThrow('No value for the statement parameter "label"');
         expect(await nextOf(tx, { n: 4, label: 'tx' })).toEqual([expect.objectContaining({ next: 5, label: 'tx!' })]);
       });
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('commitWithoutFlushWait', () => {
+  it.skipIf(!url)('turns synchronous commits off for the statement that evaluates it, and for nothing after it', async () => {
+    const database = await openDatabase({ url, poolSize: 1 });
+    try {
+      const [during] = await queryRows<{ setting: string }>(
+        database.db,
+        sql`SELECT current_setting('synchronous_commit') AS setting FROM (SELECT 1) AS one WHERE ${commitWithoutFlushWait}`,
+      );
+      // Evaluated before the select list: the statement's transaction already runs without the wait.
+      expect(during).toEqual({ setting: 'off' });
+      expect(await queryRows(database.db, sql`SHOW synchronous_commit`)).toEqual([{ synchronous_commit: 'on' }]);
     } finally {
       await database.close();
     }

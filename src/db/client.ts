@@ -214,6 +214,18 @@ export async function queryRows<T>(db: DbOrTx, query: SQL): Promise<T[]> {
   return result.rows;
 }
 
+/**
+ * An SQL condition, always true, that lets the statement's own transaction commit without
+ * waiting for its WAL flush (`synchronous_commit` off for that transaction only: `set_config`
+ * with is_local; the connection's next transaction waits again). Place it where the statement
+ * evaluates it for the rows it writes (a WHERE, a CASE around a written value). For writes
+ * whose loss in a database crash harms nothing, or that a later synchronous commit flushes
+ * before anyone relies on them (a commit flushes all WAL written before it): on the streamed
+ * send's path there were two flushes before the model call (docs/decisions.md, "Hot paths").
+ * Inside an explicit transaction it would apply to the whole transaction: single statements only.
+ */
+export const commitWithoutFlushWait = sql`set_config('synchronous_commit', 'off', true) IS NOT NULL`;
+
 /** The node-postgres databases (their `$client` is a pg pool): preparedStatement names their statements. */
 const onPostgres = new WeakSet<object>();
 

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { type DbOrTx, queryRows } from '../../../db/client.js';
+import { commitWithoutFlushWait, type DbOrTx, preparedStatement, queryRows } from '../../../db/client.js';
 import type { UsageKind } from '../billing.table.js';
 
 /**
@@ -43,19 +43,33 @@ export async function openBalance(tx: DbOrTx, workspaceId: string, periodStart: 
  * (undefined) once the recorded cost plus the credit held reaches `limitUsd`, or when the
  * period's totals are not opened yet. Concurrent calls queue on the balance row only for this
  * statement, and each re-checks the limit against the row as the previous one left it.
+ *
+ * Its commit does not wait for the WAL flush (commitWithoutFlushWait): a hold lasts one model
+ * call and lapses by itself (RESERVATION_TTL_MS), so losing the last fraction of a second of
+ * holds in a database crash frees credit that calls cut off by that crash held anyway. The
+ * ledger (settle) keeps synchronous commits.
  */
-export async function reserve(db: DbOrTx, workspaceId: string, periodStart: Date, amountUsd: number, limitUsd: number, expiresAt: Date) {
-  const [row] = await queryRows<{ id: string }>(
-    db,
-    sql`WITH held AS (
-      UPDATE credit_balances SET reserved_usd = reserved_usd + ${amountUsd}
-      WHERE workspace_id = ${workspaceId} AND period_start = ${periodStart} AND used_usd + reserved_usd < ${limitUsd}
+const reserveStatement = preparedStatement<{ id: string }>(
+  (p) => sql`WITH held AS (
+      UPDATE credit_balances SET reserved_usd = reserved_usd + ${p('amount')}::numeric
+      WHERE workspace_id = ${p('workspace')}::uuid AND period_start = ${p('periodStart')}::timestamptz
+        AND used_usd + reserved_usd < ${p('limit')}::numeric
       RETURNING workspace_id, period_start
     )
     INSERT INTO credit_reservations (workspace_id, amount_usd, period_start, expires_at)
-    SELECT workspace_id, ${amountUsd}, period_start, ${expiresAt} FROM held
+    SELECT workspace_id, ${p('amount')}::numeric, period_start, ${p('expiresAt')}::timestamptz FROM held
+    WHERE ${commitWithoutFlushWait}
     RETURNING id`,
-  );
+);
+
+export async function reserve(db: DbOrTx, workspaceId: string, periodStart: Date, amountUsd: number, limitUsd: number, expiresAt: Date) {
+  const [row] = await reserveStatement(db, {
+    amount: amountUsd,
+    workspace: workspaceId,
+    periodStart: periodStart.toISOString(),
+    limit: limitUsd,
+    expiresAt: expiresAt.toISOString(),
+  });
   return row?.id;
 }
 

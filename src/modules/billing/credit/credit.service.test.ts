@@ -1,9 +1,11 @@
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { useTestApp } from '../../../../test/support/app.js';
 import { recordUsage, subscribe } from '../../../../test/support/billing.js';
 import { newUser, newWorkspace } from '../../../../test/support/factories.js';
+import { openDatabase, queryRows } from '../../../db/client.js';
 import { creditBalances, creditReservations, creditUsage } from '../billing.table.js';
+import { reserve } from './credit.repo.js';
 
 const t = useTestApp();
 const credit = () => t.deps.services.credit;
@@ -78,6 +80,28 @@ describe('reserve and settle', () => {
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(refused).toHaveLength(49);
     for (const r of refused) expect(r.reason).toMatchObject({ code: 'credit_exhausted' });
+  });
+});
+
+describe('a hold (credit_reservations)', () => {
+  it.skipIf(!process.env.TEST_DATABASE_URL)('commits without waiting for the WAL flush in its own statement only: the connection keeps synchronous commits', async () => {
+    const { ws } = await freeWorkspace();
+    await credit().release(await credit().reserve(ws.id, 0.01)); // opens the period's totals
+    const [{ periodStart } = { periodStart: new Date(0) }] = await t.deps.database.db
+      .select({ periodStart: creditBalances.periodStart })
+      .from(creditBalances)
+      .where(eq(creditBalances.workspaceId, ws.id));
+    const one = await openDatabase({ url: t.database.url, poolSize: 1 });
+    try {
+      const id = await reserve(one.db, ws.id, periodStart, 0.01, FREE_CREDIT, new Date(Date.now() + 60_000));
+      expect(id).toEqual(expect.any(String));
+      const [held] = await t.deps.database.db.select().from(creditReservations).where(eq(creditReservations.id, id!));
+      expect(held).toMatchObject({ workspaceId: ws.id, closedAt: null });
+      // The same (only) connection, next statement: the setting ended with the hold's transaction.
+      expect(await queryRows(one.db, sql`SHOW synchronous_commit`)).toEqual([{ synchronous_commit: 'on' }]);
+    } finally {
+      await one.close();
+    }
   });
 });
 
