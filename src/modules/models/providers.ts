@@ -6,6 +6,7 @@ import type { EmbeddingModel, LanguageModel, TranscriptionModel } from 'ai';
 import type { Config } from '../../config/env.js';
 import { fieldError, ServiceUnavailableError } from '../../platform/errors.js';
 import type { ProviderOptions } from './call-settings.js';
+import { providerFetch } from './provider-fetch.js';
 import type { ModelCatalog } from './catalog.js';
 import {
   type EmbeddingModel as EmbeddingModelEntry,
@@ -126,22 +127,26 @@ export function createModelRegistry(config: ProviderConfig, catalog: ModelCatalo
     (openai ??= createOpenAI({
       baseURL: config.OPENAI_BASE_URL ?? defaultBaseUrls.openai,
       apiKey: config.OPENAI_API_KEY ?? KEYLESS,
+      fetch: providerFetch,
     }));
   const anthropicClient = () =>
     (anthropic ??= createAnthropic({
       baseURL: config.ANTHROPIC_BASE_URL ?? defaultBaseUrls.anthropic,
       apiKey: config.ANTHROPIC_API_KEY ?? KEYLESS,
+      fetch: providerFetch,
     }));
   const googleClient = () =>
     (google ??= createGoogleGenerativeAI({
       baseURL: config.GOOGLE_GENERATIVE_AI_BASE_URL ?? defaultBaseUrls.google,
       apiKey: config.GOOGLE_GENERATIVE_AI_API_KEY ?? KEYLESS,
+      fetch: providerFetch,
     }));
   const compatibleClient = () =>
     (compatible ??= createOpenAICompatible({
       name: 'openai-compatible',
       baseURL: config.OPENAI_COMPATIBLE_BASE_URL!,
       apiKey: config.OPENAI_COMPATIBLE_API_KEY,
+      fetch: providerFetch,
       // Ask for the final usage chunk when streaming (vLLM, Ollama, LiteLLM and LM Studio send it).
       includeUsage: true,
     }));
@@ -150,6 +155,7 @@ export function createModelRegistry(config: ProviderConfig, catalog: ModelCatalo
       name: 'openai-compatible',
       baseURL: config.OPENAI_COMPATIBLE_BASE_URL!,
       apiKey: config.OPENAI_COMPATIBLE_API_KEY ?? KEYLESS,
+      fetch: providerFetch,
     }));
 
   return {
