@@ -136,9 +136,11 @@ export const findPathToNewestReply = async (db: DbOrTx, chatId: string): Promise
 /**
  * Inserts a user message under the chat's newest reply (the parent is found in the same
  * statement). Its commit does not wait for the WAL flush (commitWithoutFlushWait): every way a
- * turn ends commits synchronously before its caller hears the outcome (the reply, the credit
- * given back, the queued agent task), which flushes this row too; only a database crash in the
- * middle of a turn, which fails that turn anyway, can lose it. The wait was ~0.3 ms of a
+ * turn ends commits synchronously before its caller hears the outcome (the reply and `done`, the
+ * JSON answer, the credit given back, the queued agent task), which flushes this row too. A
+ * database crash (and restart) in the middle of a turn can lose it: the reply then cannot be
+ * saved (its parent is gone) and the stream ends with an error, never having told the client
+ * the message was stored; other readers may have listed it meanwhile. The wait was ~0.3 ms of a
  * streamed send's time to first delta here.
  */
 export async function insertUnderNewestReply(

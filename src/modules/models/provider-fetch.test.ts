@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerFetch } from './provider-fetch.js';
 
@@ -20,6 +21,13 @@ const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     } else if (req.url === '/redirect') {
       res.writeHead(307, { location: '/json' });
       res.end();
+    } else if (req.url === '/reset-content') {
+      res.writeHead(205);
+      res.end();
+    } else if (req.url === '/gzip') {
+      // A gateway that compresses whatever the client asked for.
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      res.end(gzipSync(JSON.stringify({ compressed: true })));
     } else if (req.url === '/empty') {
       res.writeHead(204);
       res.end();
@@ -101,8 +109,36 @@ describe('providerFetch (the provider clients\' fetch)', () => {
     releaseStream();
   });
 
-  it('rejects at once for a signal already aborted, like fetch', async () => {
+  it('rejects with the signal\'s reason for a signal already aborted, like fetch', async () => {
     await expect(providerFetch(`${base}/json`, { method: 'POST', body: '{}', signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' });
+    const reason = new Error('stopped by the user');
+    await expect(providerFetch(`${base}/json`, { method: 'POST', body: '{}', signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+  });
+
+  it('asks for an uncompressed answer, and has a compressed one decoded by fetch', async () => {
+    await providerFetch(`${base}/json`, { method: 'POST', body: '{}' });
+    expect(received.at(-1)!.headers['accept-encoding']).toBe('identity');
+    const response = await providerFetch(`${base}/gzip`, { method: 'POST', body: '{}' });
+    expect(await response.json()).toEqual({ compressed: true });
+  });
+
+  it('answers 205 with no body', async () => {
+    const response = await providerFetch(`${base}/reset-content`);
+    expect(response.status).toBe(205);
+    expect(response.body).toBeNull();
+  });
+
+  it('fails like fetch when there is no answer: TypeError "fetch failed" with the cause (which the SDK retries)', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const error = await providerFetch(`http://127.0.0.1:${port}/x`, { method: 'POST', body: '{}' }).then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error).toMatchObject({ message: 'fetch failed', cause: { code: 'ECONNREFUSED' } });
   });
 
   it('hands a multipart body (an audio upload) to the global fetch unchanged', async () => {

@@ -112,6 +112,12 @@ function notConfigured(provider: ModelProvider, what: string): ServiceUnavailabl
   );
 }
 
+/*
+ * Every client fetches through providerFetch (provider-fetch.ts). The SDK also hands a client's
+ * custom fetch the URL downloads its image models make (with `redirect: 'manual'`, which
+ * providerFetch passes to the global fetch without the SDK's own address check): no image model
+ * is created here; one added later must keep the SDK's guarded download (no custom fetch).
+ */
 export function createModelRegistry(config: ProviderConfig, catalog: ModelCatalog): ModelRegistry {
   let openai: OpenAIProvider | undefined;
   let anthropic: AnthropicProvider | undefined;

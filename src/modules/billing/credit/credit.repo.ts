@@ -45,8 +45,10 @@ export async function openBalance(tx: DbOrTx, workspaceId: string, periodStart: 
  * statement, and each re-checks the limit against the row as the previous one left it.
  *
  * Its commit does not wait for the WAL flush (commitWithoutFlushWait): a hold lasts one model
- * call and lapses by itself (RESERVATION_TTL_MS), so losing the last fraction of a second of
- * holds in a database crash frees credit that calls cut off by that crash held anyway. The
+ * call and lapses by itself (RESERVATION_TTL_MS). What a database crash can cost: the holds of
+ * the last fraction of a second before it are lost, so calls in flight across the crash are not
+ * counted against the limit while they run (the credit check may let the period overrun by
+ * about their cost); each is still charged when it settles, if its turn can save its reply. The
  * ledger (settle) keeps synchronous commits.
  */
 const reserveStatement = preparedStatement<{ id: string }>(
