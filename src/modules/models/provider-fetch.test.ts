@@ -115,11 +115,13 @@ describe('providerFetch (the provider clients\' fetch)', () => {
     await expect(providerFetch(`${base}/json`, { method: 'POST', body: '{}', signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
   });
 
-  it('asks for an uncompressed answer, and has a compressed one decoded by fetch', async () => {
+  it('asks for an uncompressed answer, and decodes a compressed one (without sending the request again)', async () => {
     await providerFetch(`${base}/json`, { method: 'POST', body: '{}' });
     expect(received.at(-1)!.headers['accept-encoding']).toBe('identity');
+    const before = received.length;
     const response = await providerFetch(`${base}/gzip`, { method: 'POST', body: '{}' });
     expect(await response.json()).toEqual({ compressed: true });
+    expect(received.length).toBe(before + 1);
   });
 
   it('answers 205 with no body', async () => {

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 
 /**
  * The `fetch` the provider clients (AI SDK) call: undici's `request` under a WHATWG `Response`.
@@ -14,8 +15,8 @@ import { Readable } from 'node:stream';
  *
  * Differences from fetch, none of which a model API call relies on: no redirects followed (a
  * 3xx is the answer: the SDK reports it as an API error); `accept-encoding: identity` is sent
- * unless the caller set one, and a server (a gateway) that compresses anyway has the request
- * sent again through fetch, which decodes. A call this does not cover (a `Request`
+ * unless the caller set one, and a gzip, deflate or br answer anyway is decoded as fetch would.
+ * A call this does not cover (a `Request`
  * object, a body other than a string or bytes, such as a multipart upload of audio, a redirect
  * mode other than `follow`, as the SDK's own guarded download of URLs uses) goes to the global
  * fetch unchanged.
@@ -42,11 +43,6 @@ export const providerFetch: typeof fetch = async (input, init) => {
   }
 
   const status = answer.statusCode;
-  // A compressed answer despite `identity`: fetch decodes it (the request is sent again there).
-  if (answer.headers['content-encoding'] && answer.headers['content-encoding'] !== 'identity') {
-    discard(answer.body);
-    return fetch(input, init);
-  }
   try {
     const responseHeaders = new Headers();
     for (const [name, value] of Object.entries(answer.headers)) {
@@ -55,7 +51,7 @@ export const providerFetch: typeof fetch = async (input, init) => {
     }
     const empty = method === 'HEAD' || status === 204 || status === 205 || status === 304;
     if (empty) answer.body.resume();
-    return new Response(empty ? null : (Readable.toWeb(answer.body) as ReadableStream<Uint8Array>), {
+    return new Response(empty ? null : (Readable.toWeb(decoded(answer.body, answer.headers['content-encoding'])) as ReadableStream<Uint8Array>), {
       status,
       statusText: STATUS_CODES[status] ?? '',
       headers: responseHeaders,
@@ -73,6 +69,26 @@ function fetchFailure(error: unknown, signal: AbortSignal | undefined): unknown 
   const name = (error as { name?: unknown } | null)?.name;
   if (name === 'AbortError' || name === 'TimeoutError') return error;
   return new TypeError('fetch failed', { cause: error });
+}
+
+/**
+ * The body decoded as fetch decodes it (a gateway may compress despite `identity`): gzip,
+ * deflate or br; any other coding is passed through as is, as fetch does.
+ */
+function decoded(body: Readable, encoding: string | string[] | undefined): Readable {
+  const coding = (Array.isArray(encoding) ? encoding.join(',') : (encoding ?? '')).trim().toLowerCase();
+  const decoder =
+    coding === 'gzip' || coding === 'x-gzip'
+      ? createGunzip()
+      : coding === 'deflate'
+        ? createInflate()
+        : coding === 'br'
+          ? createBrotliDecompress()
+          : undefined;
+  if (!decoder) return body;
+  // A failure on either side ends the other; the decoder's stream carries it to the reader.
+  pipeline(body, decoder, () => undefined);
+  return decoder;
 }
 
 /** Drops an answer's body and its connection (undici reports the abort as an error event: expected here). */
