@@ -245,6 +245,11 @@ export type StatementParam = (name: string) => SQL;
  * Elsewhere (PGlite, a transaction) it is composed with the values each call. One round trip
  * either way. A value missing from `values` throws rather than binding NULL.
  */
+function valueOf(values: Readonly<Record<string, StatementValue>>, name: string): StatementValue {
+  if (!(name in values)) throw new Error(`No value for the statement parameter "${name}"`);
+  return values[name]!;
+}
+
 export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
   /** The text, and each parameter's value name (or its constant value, rendered once). */
   let rendered: { name: string; text: string; slots: ({ value: string } | { constant: unknown })[] } | undefined;
@@ -252,10 +257,7 @@ export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
     if (!onPostgres.has(db)) {
       return queryRows<Row>(
         db,
-        build((name) => {
-          if (!(name in values)) throw new Error(`No value for the statement parameter "${name}"`);
-          return sql`${values[name]}`;
-        }),
+        build((name) => sql`${valueOf(values, name)}`),
       );
     }
     if (!rendered) {
@@ -264,11 +266,7 @@ export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
       const slots = params.map((param) => (is(param, Placeholder) ? { value: param.name as string } : { constant: param }));
       rendered = { name: `q_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text, slots };
     }
-    const filled = rendered.slots.map((slot) => {
-      if (!('value' in slot)) return slot.constant;
-      if (!(slot.value in values)) throw new Error(`No value for the statement parameter "${slot.value}"`);
-      return values[slot.value];
-    });
+    const filled = rendered.slots.map((slot) => ('value' in slot ? valueOf(values, slot.value) : slot.constant));
     const pool = (db as unknown as { $client: pg.Pool }).$client;
     const result = await pool.query<Row & pg.QueryResultRow>({
       name: rendered.name,

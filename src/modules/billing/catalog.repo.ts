@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, type SQL, sql } from 'drizzle-orm';
-import { type DbOrTx, preparedStatement, type StatementParam, type StatementValue } from '../../db/client.js';
+import { type DbOrTx, type StatementParam, type StatementValue } from '../../db/client.js';
 import { newId } from '../../db/columns.js';
-import { type InboxMode, type InboxParts, type InboxRecord, inboxParts } from './webhook/inbox.repo.js';
+import { type InboxParts, type InboxRecord, inboxStatement } from './webhook/inbox.repo.js';
 import type { WebhookOutcome } from './webhook/webhook.schemas.js';
 import { prices, products } from './billing.table.js';
 
@@ -73,11 +73,9 @@ const catalogEventSql = (p: StatementParam, inbox: InboxParts, snap: SQL, writes
 
 /** A catalog event's statement for each inbox mode, from its snapshot and writes. */
 function catalogStatements(snap: (p: StatementParam) => SQL, writes: (p: StatementParam) => SQL) {
-  const statement = (mode: InboxMode) =>
-    preparedStatement<CatalogEventResult>((p) => catalogEventSql(p, inboxParts(mode, p), snap(p), writes(p)));
-  const byMode = { delivery: statement('delivery'), replay: statement('replay') };
+  const statement = inboxStatement<CatalogEventResult>((p, inbox) => catalogEventSql(p, inbox, snap(p), writes(p)));
   return async (db: DbOrTx, inbox: InboxRecord, values: Record<string, StatementValue>): Promise<CatalogEventResult> => {
-    const [row] = await byMode[inbox.mode](db, { ...inbox.values, ...values });
+    const [row] = await statement(db, inbox, values);
     return row!;
   };
 }

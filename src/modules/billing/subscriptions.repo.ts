@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
-import { type DbOrTx, preparedStatement, type StatementParam } from '../../db/client.js';
+import { type DbOrTx, type StatementParam } from '../../db/client.js';
 import { newId } from '../../db/columns.js';
-import { type InboxParts, type InboxRecord, inboxParts } from './webhook/inbox.repo.js';
+import { type InboxParts, type InboxRecord, inboxStatement } from './webhook/inbox.repo.js';
 import type { WebhookOutcome } from './webhook/webhook.schemas.js';
 import { accessGrantingStatuses, billingCustomers, endedStatuses, type subscriptions } from './billing.table.js';
 
@@ -176,10 +176,7 @@ const subscriptionEventSql = (p: StatementParam, inbox: InboxParts) =>
         d.workspace_id AS previous_workspace, d.target, (SELECT workspace_id FROM sub) AS workspace_id,
         (SELECT provider_subscription_id FROM holder) AS holder, (SELECT provider_subscription_id FROM waiting) AS waiting
       FROM decision d`;
-const subscriptionEventStatements = {
-  delivery: preparedStatement<SubscriptionEventRow>((p) => subscriptionEventSql(p, inboxParts('delivery', p))),
-  replay: preparedStatement<SubscriptionEventRow>((p) => subscriptionEventSql(p, inboxParts('replay', p))),
-};
+const subscriptionEventStatement = inboxStatement<SubscriptionEventRow>(subscriptionEventSql);
 
 /**
  * A subscription event in one statement, without an explicit transaction (a statement is atomic):
@@ -207,8 +204,7 @@ export async function applySubscriptionEvent(
   const items = JSON.stringify(
     event.items.map((item) => ({ id: newId(), item: item.providerItemId, price: item.providerPriceId, product: item.providerProductId, quantity: item.quantity })),
   );
-  const [row] = await subscriptionEventStatements[inbox.mode](db, {
-    ...inbox.values,
+  const [row] = await subscriptionEventStatement(db, inbox, {
     subscription: f.providerSubscriptionId,
     customer: f.providerCustomerId,
     named: event.namedWorkspaceId,

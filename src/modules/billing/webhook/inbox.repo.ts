@@ -1,5 +1,5 @@
 import { and, desc, eq, type SQL, sql } from 'drizzle-orm';
-import { type DbOrTx, queryRows, type StatementParam, type StatementValue } from '../../../db/client.js';
+import { type DbOrTx, preparedStatement, queryRows, type StatementParam, type StatementValue } from '../../../db/client.js';
 import { webhookEvents } from '../billing.table.js';
 
 /**
@@ -65,6 +65,20 @@ export function inboxParts(mode: InboxMode, param: StatementParam): InboxParts {
       RETURNING id
     )`,
   };
+}
+
+/**
+ * A mirror's one statement, prepared once per inbox mode (`build` composes it around that mode's
+ * inbox parts); a call runs the form its inbox record asks for, with the record's values and the
+ * mirror's own.
+ */
+export function inboxStatement<Row>(build: (param: StatementParam, inbox: InboxParts) => SQL) {
+  const byMode = {
+    delivery: preparedStatement<Row>((p) => build(p, inboxParts('delivery', p))),
+    replay: preparedStatement<Row>((p) => build(p, inboxParts('replay', p))),
+  };
+  return (db: DbOrTx, inbox: InboxRecord, values: Record<string, StatementValue>): Promise<Row[]> =>
+    byMode[inbox.mode](db, { ...inbox.values, ...values });
 }
 
 /** The inbox's values for event `id`: a delivery of `event`, or (null) a replay. */
