@@ -18,7 +18,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -30,7 +30,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { type ServiceProcess, spawnService } from '../test/support/processes.js';
 import { freePort, startRedisServer } from '../test/support/redis-server.js';
-import { appendResults, ascending, createBenchDatabase, fmt, loadAverage, machineLine, percentile, positiveInt } from './support.js';
+import { appendResults, ascending, cpuSeconds, createBenchDatabase, fmt, loadAverage, machineLine, percentile, positiveInt } from './support.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -115,13 +115,6 @@ interface Throughput {
   commits: number;
   inserted: number;
   updated: number;
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  // utime and stime are fields 14 and 15 of stat (12 and 13 after the command name).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 async function databaseActivity(admin: pg.Client, name: string) {

@@ -47,34 +47,39 @@ export const loadAverage = () =>
     .map((l) => l.toFixed(2))
     .join(' / ');
 
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number | string): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // utime and stime are fields 14 and 15 of stat (12 and 13 after the command name).
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 /**
- * CPU seconds (user + system) used so far by every process of this machine named `postgres`
- * (the server's backends and helpers), from /proc; null elsewhere. Meaningful for a server on
- * this machine whose backends outlive the measured span (a pool's connections).
+ * CPU seconds used so far by every process of this machine named `postgres` (the server's
+ * backends and helpers); null where /proc is not. Meaningful for a server on this machine whose
+ * backends outlive the measured span (a pool's connections).
  */
 export function postgresCpuSeconds(): number | null {
-  let ticks = 0;
-  let found = false;
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
     return null;
   }
+  let seconds = 0;
+  let found = false;
   for (const pid of entries) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (!stat.includes('(postgres)')) continue;
-      // utime and stime are fields 14 and 15 (12 and 13 after the command name).
-      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      seconds += cpuSeconds(pid);
       found = true;
     } catch {
       // The process ended meanwhile.
     }
   }
-  return found ? ticks / 100 : null;
+  return found ? seconds : null;
 }
 
 /** This process's CPU seconds (user + system, every thread) so far. */
