@@ -1,9 +1,10 @@
 import { STATUS_CODES } from 'node:http';
 import { pipeline, Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type { request } from 'undici';
 
 /** undici's `request`, loaded on first use (a dynamic import per call costs a module resolution each time). */
-let undiciRequest: typeof import('undici').request | undefined;
+let undiciRequest: typeof request | undefined;
 
 /**
  * The `fetch` the provider clients (AI SDK) call: undici's `request` under a WHATWG `Response`.
@@ -37,10 +38,10 @@ export const providerFetch: typeof fetch = async (input, init) => {
   headers['accept-encoding'] ??= 'identity';
   const method = (init?.method ?? 'GET').toUpperCase();
   const signal = init?.signal ?? undefined;
-  const request = (undiciRequest ??= (await import('undici')).request);
+  const send = (undiciRequest ??= (await import('undici')).request);
   let answer: Awaited<ReturnType<typeof request>>;
   try {
-    answer = await request(url, { method: method as 'GET', headers, body: body ?? null, signal });
+    answer = await send(url, { method: method as 'GET', headers, body: body ?? null, signal });
   } catch (error) {
     throw fetchFailure(error, signal);
   }
