@@ -67,6 +67,7 @@ export interface FinishedReport {
 
 export type ChildMessage =
   | { type: 'fake'; env: Record<string, string> }
+  | { type: 'warmed' }
   | { type: 'ready' }
   | { type: 'ttfd'; samples: TtfdSample[] }
   | { type: 'opened'; report: OpenedReport }
@@ -75,6 +76,7 @@ export type ChildMessage =
 
 export type ParentMessage =
   | { type: 'start'; appUrl: string; options: StreamBenchOptions }
+  | { type: 'analyzed' }
   | { type: 'open' }
   | { type: 'sampled' };
 
@@ -146,6 +148,12 @@ async function main(): Promise<void> {
     const samples: TtfdSample[] = [];
     process.stdout.write(`(a) ${options.warmup} warm-up + ${options.sends} sequential streamed sends, each paired with a direct request to the fake...\n`);
     for (let i = 0; i < total; i++) {
+      if (i === options.warmup && i > 0) {
+        // The parent updates the planner's statistics before the measured sends (see bench/stream.ts).
+        const analyzed = nextMessage('analyzed', 600_000);
+        await send({ type: 'warmed' });
+        await analyzed;
+      }
       const chat = chats[Math.floor(i / options.turnsPerChat)]!;
       const content = `Question ${i}: how do streamed replies reach the browser?`;
       // Alternate the order so neither side always runs on a freshly idle machine.

@@ -9,8 +9,8 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-describe('a streamed send reads its branch beside the gate (issue 14: fewer round trips before the model)', () => {
-  it('the model sees the branch down to the user message, also when it was read before the insert', async () => {
+describe('a streamed send reads its branch in the statement that stores the user message (issue 14: fewer round trips before the model)', () => {
+  it('the model sees the branch down to the user message', async () => {
     const w = await chatWorld(t);
     fake.enqueue({ text: 'R1' }, { text: 'R2' });
     await injectStream(t, `${w.base}stream/`, { content: 'Question A' }, w.alice);
@@ -23,11 +23,11 @@ describe('a streamed send reads its branch beside the gate (issue 14: fewer roun
     ]);
   });
 
-  it('a reply that lands between the early read and the insert: the message hangs under it and the model sees it', async () => {
+  it('a reply that lands while the send is at the billing gate: the message hangs under it and the model sees it', async () => {
     const w = await chatWorld(t);
     fake.enqueue({ text: 'R1' }, { text: 'R3' });
     const a = await injectStream(t, `${w.base}stream/`, { content: 'Question A' }, w.alice);
-    // While the send is at the billing gate (its branch read already under way), another reply to A is saved.
+    // While the send is at the billing gate, another reply to A is saved.
     const db = t.deps.database.db;
     const credit = t.deps.services.credit;
     const admit = credit.admit.bind(credit);

@@ -1,6 +1,6 @@
-import { and, asc, count, desc, eq, inArray, type Placeholder, type SQL, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, inArray, type Placeholder, type SQL, sql } from 'drizzle-orm';
 import { newId } from '../../db/columns.js';
-import { commitWithoutFlushWait, type DbOrTx } from '../../db/client.js';
+import { commitWithoutFlushWait, type DbOrTx, preparedStatement } from '../../db/client.js';
 import { agentTasks, messages } from './messages.table.js';
 
 export type MessageRow = typeof messages.$inferSelect;
@@ -41,7 +41,7 @@ export async function findReplyOfStream(db: DbOrTx, chatId: string, streamId: st
 }
 
 /** The chat's newest reply, under which a new user message hangs (a scalar subquery). */
-const newestReplyOf = (chatId: string | Placeholder) => sql`(SELECT id FROM ${messages} WHERE ${messages.sessionId} = ${chatId} AND ${messages.role} = 'assistant'
+const newestReplyOf = (chatId: string | Placeholder | SQL) => sql`(SELECT id FROM ${messages} WHERE ${messages.sessionId} = ${chatId} AND ${messages.role} = 'assistant'
     ORDER BY ${messages.createdAt} DESC, ${messages.id} DESC LIMIT 1)`;
 
 /** The branch from the first message down to the message `leaf` selects (a statement to prepare). */
@@ -67,24 +67,8 @@ function pathStatement(db: DbOrTx, leaf: SQL | Placeholder, name: string) {
  * was a good part of a send's CPU), and PostgreSQL parses and plans them once per connection.
  */
 function turnStatements(db: DbOrTx) {
-  const chatId = sql.placeholder('chatId');
   return {
     path: pathStatement(db, sql.placeholder('messageId'), 'messages_path'),
-    pathToNewestReply: pathStatement(db, newestReplyOf(chatId), 'messages_path_to_newest_reply'),
-    // Commits without waiting for the WAL flush: see insertUnderNewestReply.
-    insertUnderNewestReply: db
-      .insert(messages)
-      .values({
-        id: sql`CASE WHEN ${commitWithoutFlushWait} THEN ${sql.placeholder('id')}::uuid END`,
-        sessionId: chatId,
-        role: sql.placeholder('role'),
-        content: sql.placeholder('content'),
-        authorId: sql.placeholder('authorId'),
-        attachments: sql.placeholder('attachments'),
-        parentId: newestReplyOf(chatId),
-      })
-      .returning()
-      .prepare('messages_insert_under_newest_reply'),
     insertReplyOnce: db
       .insert(messages)
       .values({
@@ -125,37 +109,64 @@ function inTreeOrder(rows: MessageRow[]): MessageRow[] {
 export const findPath = async (db: DbOrTx, messageId: string): Promise<MessageRow[]> =>
   inTreeOrder(await statements(db).path.execute({ messageId }));
 
+const messageColumns = Object.entries(getTableColumns(messages));
+
+/** A message as drizzle maps it, from a raw statement's row (column names, driver values). */
+function messageOfRaw(raw: Record<string, unknown>): MessageRow {
+  const row: Record<string, unknown> = {};
+  for (const [key, column] of messageColumns) {
+    const value = raw[column.name];
+    row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+  }
+  return row as MessageRow;
+}
+
 /**
- * The branch down to the chat's newest reply: the path of a user message about to be inserted
- * under it (insertUnderNewestReply), read before or beside the insert. Whoever uses it checks
- * that the inserted message's parent is its last row (another reply may land in between).
+ * The insert of insertUnderNewestReply and, in the same statement, the inserted message's
+ * ancestors (`depth` 1 is its parent, 0 the message). The parent is the newest reply in the
+ * statement's own snapshot, so the branch read is exactly the message's: nothing can land in
+ * between (a branch read beside the insert had to be checked against the parent, and was a
+ * statement of its own, the slowest before the model call).
  */
-export const findPathToNewestReply = async (db: DbOrTx, chatId: string): Promise<MessageRow[]> =>
-  inTreeOrder(await statements(db).pathToNewestReply.execute({ chatId }));
+const insertUnderNewestReplyStatement = preparedStatement<Record<string, unknown> & { depth: number }>(
+  (p) => sql`WITH RECURSIVE inserted AS (
+      INSERT INTO messages (id, session_id, role, content, author_id, attachments, parent_id)
+      VALUES (CASE WHEN ${commitWithoutFlushWait} THEN ${p('id')}::uuid END, ${p('chatId')}::uuid, ${p('role')}, ${p('content')},
+        ${p('authorId')}::integer, ${p('attachments')}::jsonb, ${newestReplyOf(sql`${p('chatId')}::uuid`)})
+      RETURNING *
+    ), path AS (
+      SELECT m.*, 1 AS depth FROM messages m JOIN inserted i ON m.id = i.parent_id
+      UNION ALL
+      SELECT m.*, p.depth + 1 FROM messages m JOIN path p ON m.id = p.parent_id WHERE p.depth < 10000
+    )
+    SELECT *, 0 AS depth FROM inserted UNION ALL SELECT * FROM path`,
+);
 
 /**
  * Inserts a user message under the chat's newest reply (the parent is found in the same
- * statement). Its commit does not wait for the WAL flush (commitWithoutFlushWait): every way a
- * turn ends commits synchronously before its caller hears the outcome (the reply and `done`, the
- * JSON answer, the credit given back, the queued agent task), which flushes this row too. A
- * database crash (and restart) in the middle of a turn can lose it: the reply then cannot be
- * saved (its parent is gone) and the stream ends with an error, never having told the client
- * the message was stored; other readers may have listed it meanwhile. The wait was ~0.3 ms of a
- * streamed send's time to first delta here.
+ * statement) and returns it with its path: the branch from the first message down to it, in
+ * conversation order, the message last. Its commit does not wait for the WAL flush
+ * (commitWithoutFlushWait): every way a turn ends commits synchronously before its caller hears
+ * the outcome (the reply and `done`, the JSON answer, the credit given back, the queued agent
+ * task), which flushes this row too. A database crash (and restart) in the middle of a turn can
+ * lose it: the reply then cannot be saved (its parent is gone) and the stream ends with an
+ * error, never having told the client the message was stored; other readers may have listed it
+ * meanwhile. The wait was ~0.3 ms of a streamed send's time to first delta here.
  */
 export async function insertUnderNewestReply(
   db: DbOrTx,
   values: Pick<NewMessage, 'sessionId' | 'role' | 'content' | 'authorId' | 'attachments'>,
-): Promise<MessageRow> {
-  const [row] = await statements(db).insertUnderNewestReply.execute({
+): Promise<{ message: MessageRow; path: MessageRow[] }> {
+  const rows = await insertUnderNewestReplyStatement(db, {
     id: newId(),
     chatId: values.sessionId,
     role: values.role,
     content: values.content ?? '',
     authorId: values.authorId ?? null,
-    attachments: values.attachments ?? [],
+    attachments: JSON.stringify(values.attachments ?? []),
   });
-  return row!;
+  const path = rows.sort((a, b) => b.depth - a.depth).map(messageOfRaw);
+  return { message: path.at(-1)!, path };
 }
 
 export async function insertMessage(db: DbOrTx, values: NewMessage): Promise<MessageRow> {

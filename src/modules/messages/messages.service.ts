@@ -72,7 +72,7 @@ export interface MessagesServiceDeps {
 
 export function createMessagesService(deps: MessagesServiceDeps) {
   const { db, config, agentAsync, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, touchChat, jobs, log, metrics } = deps;
-  const { runTurn, readTurnContext } = createTurnRunner({ db, credit, storage, knowledge, streams, touchChat, log, metrics });
+  const { runTurn, readHasKnowledge } = createTurnRunner({ db, credit, storage, knowledge, streams, touchChat, log, metrics });
 
   /**
    * Phase one's checks for every turn: the per-user throttle, then the billing gate (archived,
@@ -100,12 +100,23 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     return message;
   }
 
-  const turnOf = (access: ChatAccess, userId: number, admitted: Admitted, userMessage: repo.MessageRow, streamId: string | undefined): PreparedTurn => ({
+  /** The user message of a turn, with its path when the statement that stored it read that too. */
+  type StoredMessage = { message: repo.MessageRow; path?: repo.MessageRow[] };
+
+  const turnOf = (
+    access: ChatAccess,
+    userId: number,
+    admitted: Admitted,
+    stored: StoredMessage,
+    streamId: string | undefined,
+    hasKnowledge?: Promise<boolean>,
+  ): PreparedTurn => ({
     access,
     userId,
     ...admitted,
-    userMessage,
+    userMessage: stored.message,
     streamId: streamId ?? randomUUID(),
+    ...(stored.path && hasKnowledge ? { context: { path: stored.path, hasKnowledge } } : {}),
   });
 
   /** Stores (or reads) the user message of an admitted turn; the held credit goes back if that fails. */
@@ -113,19 +124,19 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     access: ChatAccess,
     userId: number,
     admitted: Admitted,
-    userMessage: () => Promise<repo.MessageRow>,
+    userMessage: () => Promise<StoredMessage>,
     streamId: string | undefined,
+    hasKnowledge?: Promise<boolean>,
   ): Promise<PreparedTurn> {
     try {
-      return turnOf(access, userId, admitted, await userMessage(), streamId);
+      return turnOf(access, userId, admitted, await userMessage(), streamId, hasKnowledge);
     } catch (error) {
       await credit.release(admitted.reservation);
       throw error;
     }
   }
 
-
-  /** A new user message under the newest reply. */
+  /** A new user message under the newest reply, with its path. */
   const insertUserMessage = (chatId: string, userId: number, content: string, attachments: MessageAttachment[]) => () =>
     repo.insertUnderNewestReply(db, { sessionId: chatId, role: 'user', content, authorId: userId, attachments });
 
@@ -140,14 +151,13 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     if (!(Symbol.asyncIterator in input)) {
       if (!input.content.trim()) throw messageErrors.emptyMessage();
       await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
-      // Past the throttle, phase two's reads start beside the billing gate and the insert (the
-      // branch under the newest reply, checked against the inserted message's parent); a refusal
-      // by the gate leaves them unused.
+      // Past the throttle, the knowledge read of phase two starts beside the billing gate and the
+      // insert (which returns the message's path); a refusal by the gate leaves it unused.
       const model = catalog.chatModel(access.chat.aiModel);
-      const context = model && readTurnContext(access.chat, model, repo.findPathToNewestReply(db, chatId));
+      const hasKnowledge = model && readHasKnowledge(access.chat, model);
       const admitted = await admitModelCall(access, input.content);
-      const turn = await prepareTurn(access, userId, admitted, insertUserMessage(chatId, userId, input.content, []), input.stream_id);
-      return context ? { ...turn, context } : turn;
+      const turn = await prepareTurn(access, userId, admitted, insertUserMessage(chatId, userId, input.content, []), input.stream_id, hasKnowledge);
+      return turn;
     }
     const admitted = await admitTurn(access, userId, '');
     let attachments: MessageAttachment[] = [];
@@ -177,7 +187,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     const message = await loadMessage(access, userMessageId);
     if (message.role !== 'user') throw messageErrors.notUserMessage('user_message_id');
     if (!canRegenerate(message, userId, access.chat.ownerId)) throw messageErrors.cannotRegenerate();
-    return prepareTurn(access, userId, await admitTurn(access, userId, message.content), async () => message, streamId);
+    return prepareTurn(access, userId, await admitTurn(access, userId, message.content), async () => ({ message }), streamId);
   }
 
   /** Phase one of an edit: the user message changed (author only), to be answered again as a new branch. */
@@ -189,7 +199,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     }
     if (!content.trim() && message.attachments.length === 0) throw messageErrors.emptyMessage();
     const admitted = await admitTurn(access, userId, content);
-    return prepareTurn(access, userId, admitted, () => repo.updateMessage(db, message.id, { content }), streamId);
+    return prepareTurn(access, userId, admitted, async () => ({ message: await repo.updateMessage(db, message.id, { content }) }), streamId);
   }
 
   const streamTurn = createTurnStreamer({ runTurn, eventBuffer, log, metrics });

@@ -15,7 +15,7 @@ import { attachmentToParts } from './attachments.js';
 import * as repo from './messages.repo.js';
 import type { StreamControl } from './stream-control.js';
 import { newId } from '../../db/columns.js';
-import type { GenerationResult, PreparedTurn, TurnContext } from './turn.js';
+import type { GenerationResult, PreparedTurn } from './turn.js';
 
 /** Chunks one knowledge search returns (the `tools` search and `direct`'s retrieval alike). */
 const KNOWLEDGE_SEARCH_LIMIT = 6;
@@ -65,15 +65,16 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
   }
 
   /**
-   * Starts the reads phase two needs besides the turn: `branch`, and whether the chat has
-   * knowledge the chat's framework will use with this model. Both promises are marked handled.
+   * Starts reading whether the chat has knowledge the chat's framework will use with this model
+   * (false without a read when it will not use it). The promise is marked handled: a turn refused
+   * meanwhile leaves no unhandled rejection.
    */
-  function readTurnContext(chat: PreparedTurn['access']['chat'], model: ChatModel, branch: Promise<repo.MessageRow[]>): TurnContext {
+  function readHasKnowledge(chat: PreparedTurn['access']['chat'], model: ChatModel): Promise<boolean> {
     const framework = agentFramework(chat.agentFramework);
     const uses = model.supports_tools || !framework.searchesThroughTools;
-    const hasKnowledge = uses ? knowledge.hasKnowledge(chat.id) : Promise.resolve(false);
-    for (const read of [branch, hasKnowledge]) read.catch(() => undefined);
-    return { branch, hasKnowledge };
+    const read = uses ? knowledge.hasKnowledge(chat.id) : Promise.resolve(false);
+    read.catch(() => undefined);
+    return read;
   }
 
   /** Runs the agent for a turn and saves the reply; stops are honoured through `streams`. */
@@ -125,17 +126,11 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
         const framework = agentFramework(chat.agentFramework);
         // Read during phase one when it could be (TurnContext), else here, side by side.
         const early = turn.context;
-        const context = early ?? readTurnContext(chat, model, repo.findPath(db, userMessage.id));
-        const [branch, hasKnowledge] = await Promise.all([context.branch, context.hasKnowledge]);
+        const [path, hasKnowledge] = early
+          ? [early.path, await early.hasKnowledge]
+          : await Promise.all([repo.findPath(db, userMessage.id), readHasKnowledge(chat, model)]);
         // Read once; the turn no longer holds the rows while the reply streams.
         turn.context = undefined;
-        // The branch read beside the insert ends with the message's parent, unless another reply
-        // landed in between: then the message's own path is read.
-        const path = early
-          ? (branch.at(-1)?.id ?? null) === userMessage.parentId
-            ? [...branch, userMessage]
-            : await repo.findPath(db, userMessage.id)
-          : branch;
         const messages = await toModelMessages(path, model);
         // Estimated now, so that the branch's rows are not held for the whole reply.
         const promptEstimate = estimateTokens(path.map((m) => m.content).join('\n') + (chat.systemPrompt ?? ''));
@@ -215,5 +210,5 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     });
   }
 
-  return { runTurn, readTurnContext };
+  return { runTurn, readHasKnowledge };
 }

@@ -28,14 +28,13 @@ export interface PreparedTurn {
 }
 
 /**
- * What the model call needs besides the turn, read side by side with the gate (issue 14: fewer
- * round trips in series before the model). Each promise is already handled, so a turn refused in
- * phase one leaves no unhandled rejection behind.
+ * What the model call needs besides the turn, read in phase one (issue 14: fewer round trips in
+ * series before the model): the path came back from the statement that stored the user message.
  */
 export interface TurnContext {
-  /** The branch the user message hangs under (its parent last); checked against the message's parent. */
-  branch: Promise<repo.MessageRow[]>;
-  /** Whether the chat has knowledge the framework will use (false when it will not use it). */
+  /** The branch from the first message down to the user message (the user message last). */
+  path: repo.MessageRow[];
+  /** Whether the chat has knowledge the framework will use (false when it will not use it); already handled. */
   hasKnowledge: Promise<boolean>;
 }
 
