@@ -44,31 +44,12 @@ export async function findReplyOfStream(db: DbOrTx, chatId: string, streamId: st
 const newestReplyOf = (chatId: string | Placeholder | SQL) => sql`(SELECT id FROM ${messages} WHERE ${messages.sessionId} = ${chatId} AND ${messages.role} = 'assistant'
     ORDER BY ${messages.createdAt} DESC, ${messages.id} DESC LIMIT 1)`;
 
-/** The branch from the first message down to the message `leaf` selects (a statement to prepare). */
-function pathStatement(db: DbOrTx, leaf: SQL | Placeholder, name: string) {
-  return db
-    .select()
-    .from(messages)
-    .where(
-      sql`${messages.id} IN (
-        WITH RECURSIVE path(id, parent_id, depth) AS (
-          SELECT id, parent_id, 0 FROM messages WHERE id = ${leaf}
-          UNION ALL
-          SELECT m.id, m.parent_id, p.depth + 1 FROM messages m JOIN path p ON m.id = p.parent_id
-          WHERE p.depth < 10000
-        )
-        SELECT id FROM path)`,
-    )
-    .prepare(name);
-}
-
 /**
  * The statements of every turn, prepared once per database: Drizzle builds their SQL once (it
  * was a good part of a send's CPU), and PostgreSQL parses and plans them once per connection.
  */
 function turnStatements(db: DbOrTx) {
   return {
-    path: pathStatement(db, sql.placeholder('messageId'), 'messages_path'),
     insertReplyOnce: db
       .insert(messages)
       .values({
@@ -96,19 +77,6 @@ function statements(db: DbOrTx) {
   return found;
 }
 
-/** In conversation order: walked from the leaf (the one row no other row hangs under) up its parents, then reversed. */
-function inTreeOrder(rows: MessageRow[]): MessageRow[] {
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  const parents = new Set(rows.map((row) => row.parentId));
-  const path: MessageRow[] = [];
-  for (let row = rows.find((r) => !parents.has(r.id)); row; row = row.parentId ? byId.get(row.parentId) : undefined) path.push(row);
-  return path.reverse();
-}
-
-/** The branch from the first message down to `messageId`, in conversation order (one statement). */
-export const findPath = async (db: DbOrTx, messageId: string): Promise<MessageRow[]> =>
-  inTreeOrder(await statements(db).path.execute({ messageId }));
-
 const messageColumns = Object.entries(getTableColumns(messages));
 
 /** A message as drizzle maps it, from a raw statement's row (column names, driver values). */
@@ -122,23 +90,40 @@ function messageOfRaw(raw: Record<string, unknown>): MessageRow {
 }
 
 /**
+ * The CTE `path`: the rows of a message path, each with its `depth` (`depth` for `leaf`, one more
+ * per ancestor), walked up from `leaf` by parent. Each step is an index lookup carrying the whole
+ * row, so the statement never scans the table (an `id IN (walk)` around it had the planner
+ * hash-join the whole table at every step while the table was small).
+ */
+const pathCte = (leaf: SQL, depth: 0 | 1) => sql`path AS (
+      SELECT m.*, ${sql.raw(String(depth))} AS depth FROM messages m WHERE m.id = ${leaf}
+      UNION ALL
+      SELECT m.*, p.depth + 1 FROM messages m JOIN path p ON m.id = p.parent_id WHERE p.depth < 10000
+    )`;
+
+type PathRow = Record<string, unknown> & { depth: number };
+/** In conversation order: the deepest ancestor first. */
+const inPathOrder = (rows: PathRow[]): MessageRow[] => rows.sort((a, b) => b.depth - a.depth).map(messageOfRaw);
+
+const pathStatement = preparedStatement<PathRow>((p) => sql`WITH RECURSIVE ${pathCte(sql`${p('messageId')}::uuid`, 0)} SELECT * FROM path`);
+
+/** The branch from the first message down to `messageId`, in conversation order (one statement). */
+export const findPath = async (db: DbOrTx, messageId: string): Promise<MessageRow[]> => inPathOrder(await pathStatement(db, { messageId }));
+
+/**
  * The insert of insertUnderNewestReply and, in the same statement, the inserted message's
  * ancestors (`depth` 1 is its parent, 0 the message). The parent is the newest reply in the
- * statement's own snapshot, so the branch read is exactly the message's: nothing can land in
+ * statement's own snapshot, so this path is exactly the message's: nothing can land in
  * between (a branch read beside the insert had to be checked against the parent, and was a
- * statement of its own, the slowest before the model call).
+ * statement of its own before the model call).
  */
-const insertUnderNewestReplyStatement = preparedStatement<Record<string, unknown> & { depth: number }>(
+const insertUnderNewestReplyStatement = preparedStatement<PathRow>(
   (p) => sql`WITH RECURSIVE inserted AS (
       INSERT INTO messages (id, session_id, role, content, author_id, attachments, parent_id)
       VALUES (CASE WHEN ${commitWithoutFlushWait} THEN ${p('id')}::uuid END, ${p('chatId')}::uuid, ${p('role')}, ${p('content')},
         ${p('authorId')}::integer, ${p('attachments')}::jsonb, ${newestReplyOf(sql`${p('chatId')}::uuid`)})
       RETURNING *
-    ), path AS (
-      SELECT m.*, 1 AS depth FROM messages m JOIN inserted i ON m.id = i.parent_id
-      UNION ALL
-      SELECT m.*, p.depth + 1 FROM messages m JOIN path p ON m.id = p.parent_id WHERE p.depth < 10000
-    )
+    ), ${pathCte(sql`(SELECT parent_id FROM inserted)`, 1)}
     SELECT *, 0 AS depth FROM inserted UNION ALL SELECT * FROM path`,
 );
 
@@ -165,7 +150,7 @@ export async function insertUnderNewestReply(
     authorId: values.authorId ?? null,
     attachments: JSON.stringify(values.attachments ?? []),
   });
-  const path = rows.sort((a, b) => b.depth - a.depth).map(messageOfRaw);
+  const path = inPathOrder(rows);
   return { message: path.at(-1)!, path };
 }
 
