@@ -1,5 +1,5 @@
 import { and, count, desc, eq, exists, inArray, or, type SQL, sql } from 'drizzle-orm';
-import type { DbOrTx } from '../../db/client.js';
+import { type DbOrTx, preparedStatement } from '../../db/client.js';
 import { documents } from '../documents/documents.table.js';
 import { teamMemberships, teams } from '../teams/teams.table.js';
 import {
@@ -212,7 +212,12 @@ export async function detachFromChat(db: DbOrTx, chatId: string, kbIds: string[]
     .where(and(eq(chatKnowledgeBases.sessionId, chatId), inArray(chatKnowledgeBases.knowledgeBaseId, kbIds)));
 }
 
+/** Read on every turn (a streamed send's phase one): built once, a named statement on PostgreSQL. */
+const chatHasKnowledgeStatement = preparedStatement<{ found: boolean }>(
+  (p) => sql`SELECT EXISTS (SELECT 1 FROM ${chatKnowledgeBases} WHERE ${chatKnowledgeBases.sessionId} = ${p('chatId')}::uuid) AS found`,
+);
+
 export async function chatHasKnowledge(db: DbOrTx, chatId: string): Promise<boolean> {
-  const [row] = await db.select({ n: count() }).from(chatKnowledgeBases).where(eq(chatKnowledgeBases.sessionId, chatId));
-  return (row?.n ?? 0) > 0;
+  const [row] = await chatHasKnowledgeStatement(db, { chatId });
+  return row?.found === true;
 }
