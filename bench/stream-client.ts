@@ -6,7 +6,7 @@
  *
  * Protocol (IPC messages, see `ParentMessage` / `ChildMessage`):
  *   child → parent  fake   {env}                      the fake is listening; provider env for the app
- *   parent → child  start  {appUrl, options}          the app is listening
+ *   parent → child  start  {appUrl, bareUrl, options} the app and the bare Fastify proxy are listening
  *   child → parent  ttfd   {samples}                  phase (a) finished
  *   child → parent  ready  {}                         phase (b)'s users and chats exist
  *   parent → child  open   {}                         memory baseline taken: open the streams
@@ -40,6 +40,8 @@ export interface TtfdSample {
   service: number;
   /** Same, to the first content chunk of a streaming chat completion sent straight to the fake. */
   fake: number;
+  /** Same, to the first `event: delta` through the bare Fastify proxy (bench/stream.ts): the floor. */
+  bare: number;
   /** ms from request start to `event: done` through the service. */
   serviceDone: number;
 }
@@ -75,7 +77,7 @@ export type ChildMessage =
   | { type: 'error'; message: string };
 
 export type ParentMessage =
-  | { type: 'start'; appUrl: string; options: StreamBenchOptions }
+  | { type: 'start'; appUrl: string; bareUrl: string; options: StreamBenchOptions }
   | { type: 'analyzed' }
   | { type: 'open' }
   | { type: 'sampled' };
@@ -129,7 +131,7 @@ async function main(): Promise<void> {
     const start = await started;
     options = start.options;
     const api = createApi(start.appUrl, agent);
-    if (!options.skipTtfd) await send({ type: 'ttfd', samples: await ttfdPhase(api, fake.url, agent) });
+    if (!options.skipTtfd) await send({ type: 'ttfd', samples: await ttfdPhase(api, fake.url, start.bareUrl, agent) });
     if (!options.skipMemory) await memoryPhase(api);
   } finally {
     clearInterval(trim);
@@ -139,7 +141,7 @@ async function main(): Promise<void> {
 
   // --- (a) time to first delta, sequential -------------------------------------------------
 
-  async function ttfdPhase(api: Api, fakeUrl: string, dispatcher: Agent): Promise<TtfdSample[]> {
+  async function ttfdPhase(api: Api, fakeUrl: string, bareUrl: string, dispatcher: Agent): Promise<TtfdSample[]> {
     const total = options.warmup + options.sends;
     const user = await api.newUser();
     const workspace = await api.newWorkspace(user, 'TTFD');
@@ -156,17 +158,17 @@ async function main(): Promise<void> {
       }
       const chat = chats[Math.floor(i / options.turnsPerChat)]!;
       const content = `Question ${i}: how do streamed replies reach the browser?`;
-      // Alternate the order so neither side always runs on a freshly idle machine.
-      let service: { first: number; done: number };
-      let direct: number;
-      if (i % 2 === 0) {
-        service = await api.streamOnce(user, workspace, chat, content);
-        direct = await fakeOnce(fakeUrl, dispatcher, content);
-      } else {
-        direct = await fakeOnce(fakeUrl, dispatcher, content);
-        service = await api.streamOnce(user, workspace, chat, content);
-      }
-      if (i >= options.warmup) samples.push({ service: service.first, fake: direct, serviceDone: service.done });
+      // Rotate the order so no path always runs on a freshly idle machine.
+      let service = { first: 0, done: 0 };
+      let direct = 0;
+      let bare = 0;
+      const runs = [
+        async () => (service = await api.streamOnce(user, workspace, chat, content)),
+        async () => (direct = await fakeOnce(fakeUrl, dispatcher, content)),
+        async () => (bare = await bareOnce(bareUrl, dispatcher, content)),
+      ];
+      for (let k = 0; k < runs.length; k++) await runs[(i + k) % runs.length]!();
+      if (i >= options.warmup) samples.push({ service: service.first, fake: direct, bare, serviceDone: service.done });
     }
     return samples;
   }
@@ -376,6 +378,28 @@ function createApi(baseUrl: string, dispatcher: Agent) {
       return { first, done: doneAt };
     },
   };
+}
+
+/** A send through the bare Fastify proxy; ms to its first `event: delta`. */
+async function bareOnce(bareUrl: string, dispatcher: Agent, content: string): Promise<number> {
+  const t0 = performance.now();
+  const response = await request(bareUrl, {
+    method: 'POST',
+    dispatcher,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ content }),
+  });
+  let first = Number.NaN;
+  let seen = '';
+  response.body.setEncoding('utf8');
+  for await (const chunk of response.body as AsyncIterable<string>) {
+    if (Number.isNaN(first)) {
+      seen += chunk;
+      if (seen.includes('event: delta\n')) first = performance.now() - t0;
+    }
+  }
+  if (response.statusCode !== 200 || Number.isNaN(first)) throw new Error(`request to the bare proxy failed: status ${response.statusCode}`);
+  return first;
 }
 
 /** A streaming chat completion straight to the fake, shaped like the app's; ms to the first content chunk. */

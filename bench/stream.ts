@@ -13,9 +13,12 @@
  * Node with --expose-gc so memory is also sampled after a full collection.
  *
  * (a) N sequential streamed sends (POST .../messages/stream/, after a warm-up), each paired with
- *     the same streaming chat completion sent straight to the fake: client-observed ms from the
- *     request start to the first `event: delta` (service) and to the first content chunk (fake);
- *     the overhead is their difference per pair.
+ *     the same streaming chat completion sent straight to the fake and with a send through a bare
+ *     Fastify proxy in this process (a route that opens the event stream, posts the completion
+ *     to the fake with undici and forwards each content chunk as `event: delta`: no auth, no
+ *     database, no AI SDK; the floor of an HTTP service in front of the model on this machine):
+ *     client-observed ms from the request start to the first `event: delta` (service, proxy) and
+ *     to the first content chunk (fake); the overhead is the difference per triple.
  *     The database's statistics are updated (ANALYZE) after the warm-up, as autovacuum keeps a
  *     long-running database's, so the measured sends run on plans made for tables that are not empty.
  * (b) M concurrent streamed sends whose fake replies are slow (`--chunks` chunks `--chunk-delay-ms`
@@ -32,6 +35,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
+import Fastify from 'fastify';
+import { request } from 'undici';
 import { buildApp } from '../src/app.js';
 import { createDeps } from '../src/deps.js';
 import { createLogger } from '../src/platform/logger.js';
@@ -150,12 +155,52 @@ function childChannel(child: ChildProcess) {
   };
 }
 
+/**
+ * The bare Fastify proxy of phase (a): POST {content} opens an event stream, posts the streaming
+ * completion to the fake (one user message) and forwards each content chunk as `event: delta`.
+ */
+async function startBareProxy(openaiBaseUrl: string, apiKey: string) {
+  const bare = Fastify({ logger: false });
+  bare.post('/bare/stream', async (req, reply) => {
+    const { content } = req.body as { content: string };
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    raw.flushHeaders();
+    const upstream = await request(`${openaiBaseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify({ model: 'gpt-4.1-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content }] }),
+    });
+    let pending = '';
+    upstream.body.setEncoding('utf8');
+    for await (const chunk of upstream.body as AsyncIterable<string>) {
+      pending += chunk;
+      for (let end = pending.indexOf('\n\n'); end !== -1; end = pending.indexOf('\n\n')) {
+        const frame = pending.slice(0, end);
+        pending = pending.slice(end + 2);
+        const data = frame.startsWith('data: ') ? frame.slice(6) : '';
+        if (!data || data === '[DONE]') continue;
+        const text = (JSON.parse(data) as { choices?: Array<{ delta?: { content?: string } }> }).choices?.[0]?.delta?.content;
+        if (text) raw.write(`event: delta\ndata: ${JSON.stringify({ text })}\n\n`);
+      }
+    }
+    raw.end('event: done\ndata: {}\n\n');
+  });
+  await bare.listen({ host: '127.0.0.1', port: 0 });
+  const address = bare.server.address();
+  if (!address || typeof address === 'string') throw new Error('bare proxy has no TCP address');
+  return { close: () => bare.close(), url: `http://127.0.0.1:${address.port}/bare/stream` };
+}
+
 const row = (cells: Array<string | number>) => `| ${cells.join(' | ')} |`;
 
 function ttfdTable(samples: TtfdSample[]): string[] {
   const service = ascending(samples.map((s) => s.service));
   const direct = ascending(samples.map((s) => s.fake));
+  const bare = ascending(samples.map((s) => s.bare));
   const overhead = ascending(samples.map((s) => s.service - s.fake));
+  const bareOverhead = ascending(samples.map((s) => s.bare - s.fake));
   const done = ascending(samples.map((s) => s.serviceDone));
   const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
   const line = (label: string, values: number[]) =>
@@ -165,7 +210,9 @@ function ttfdTable(samples: TtfdSample[]): string[] {
     '|---|---:|---:|---:|---:|',
     line('service: request start → first `event: delta`', service),
     line('fake directly: request start → first content chunk', direct),
-    line('**overhead** (service − fake, per pair)', overhead),
+    line('bare Fastify proxy: request start → first `event: delta`', bare),
+    line('**overhead** (service − fake, per triple)', overhead),
+    line('bare Fastify proxy overhead (proxy − fake, per triple): the floor', bareOverhead),
     line('service: request start → `event: done`', done),
   ];
 }
@@ -194,6 +241,7 @@ async function main(): Promise<void> {
   let bench: Awaited<ReturnType<typeof createBenchDatabase>> | undefined;
   let deps: Awaited<ReturnType<typeof createDeps>> | undefined;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let bareProxy: Awaited<ReturnType<typeof startBareProxy>> | undefined;
   let completed = false;
   try {
     const { env: fakeEnv } = await channel.next('fake', 60_000);
@@ -214,7 +262,8 @@ async function main(): Promise<void> {
     const address = app.server.address();
     if (!address || typeof address === 'string') throw new Error('server has no TCP address');
     const cpuAtStart = process.cpuUsage();
-    channel.send({ type: 'start', appUrl: `http://127.0.0.1:${address.port}`, options });
+    bareProxy = await startBareProxy(fakeEnv.OPENAI_BASE_URL!, fakeEnv.OPENAI_API_KEY!);
+    channel.send({ type: 'start', appUrl: `http://127.0.0.1:${address.port}`, bareUrl: bareProxy.url, options });
 
     let ttfd: { samples: TtfdSample[]; load: string; cpuMsPerSend: number } | undefined;
     // The planner's statistics as a long-running database has them (autovacuum's ANALYZE): a
@@ -372,6 +421,7 @@ async function main(): Promise<void> {
       if (child.exitCode === null) child.kill();
     }
     await app?.close();
+    await bareProxy?.close();
     await deps?.close();
     await bench?.drop();
     rmSync(dataDir, { recursive: true, force: true });
