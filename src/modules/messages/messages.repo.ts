@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, getTableColumns, inArray, type Placeholder, type SQL, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, inArray, type SQL, sql } from 'drizzle-orm';
 import { newId } from '../../db/columns.js';
 import { commitWithoutFlushWait, type DbOrTx, preparedStatement } from '../../db/client.js';
 import { agentTasks, messages } from './messages.table.js';
@@ -41,7 +41,7 @@ export async function findReplyOfStream(db: DbOrTx, chatId: string, streamId: st
 }
 
 /** The chat's newest reply, under which a new user message hangs (a scalar subquery). */
-const newestReplyOf = (chatId: string | Placeholder | SQL) => sql`(SELECT id FROM ${messages} WHERE ${messages.sessionId} = ${chatId} AND ${messages.role} = 'assistant'
+const newestReplyOf = (chatId: SQL) => sql`(SELECT id FROM ${messages} WHERE ${messages.sessionId} = ${chatId} AND ${messages.role} = 'assistant'
     ORDER BY ${messages.createdAt} DESC, ${messages.id} DESC LIMIT 1)`;
 
 /**
@@ -101,30 +101,38 @@ const pathCte = (leaf: SQL, depth: 0 | 1) => sql`path AS (
       SELECT m.*, p.depth + 1 FROM messages m JOIN path p ON m.id = p.parent_id WHERE p.depth < 10000
     )`;
 
-type PathRow = Record<string, unknown> & { depth: number };
-/** In conversation order: the deepest ancestor first. */
-const inPathOrder = (rows: PathRow[]): MessageRow[] => rows.sort((a, b) => b.depth - a.depth).map(messageOfRaw);
+/** A message on a path, as a model call needs it. */
+export type PathMessage = Pick<MessageRow, 'id' | 'parentId' | 'role' | 'content' | 'attachments'>;
 
-const pathStatement = preparedStatement<PathRow>((p) => sql`WITH RECURSIVE ${pathCte(sql`${p('messageId')}::uuid`, 0)} SELECT * FROM path`);
+/**
+ * The CTE `path` as one JSON array of PathMessage, the first message first: one value for the
+ * driver to parse, instead of a row per message with every column (dates and JSON included).
+ */
+const pathJson = sql`(SELECT coalesce(json_agg(json_build_object('id', p.id, 'parentId', p.parent_id, 'role', p.role,
+      'content', p.content, 'attachments', p.attachments) ORDER BY p.depth DESC), '[]') FROM path p)`;
+
+const pathStatement = preparedStatement<{ path: PathMessage[] }>(
+  (p) => sql`WITH RECURSIVE ${pathCte(sql`${p('messageId')}::uuid`, 0)} SELECT ${pathJson} AS path`,
+);
 
 /** The branch from the first message down to `messageId`, in conversation order (one statement). */
-export const findPath = async (db: DbOrTx, messageId: string): Promise<MessageRow[]> => inPathOrder(await pathStatement(db, { messageId }));
+export const findPath = async (db: DbOrTx, messageId: string): Promise<PathMessage[]> => (await pathStatement(db, { messageId }))[0]?.path ?? [];
 
 /**
  * The insert of insertUnderNewestReply and, in the same statement, the inserted message's
- * ancestors (`depth` 1 is its parent, 0 the message). The parent is the newest reply in the
+ * ancestors (`path`, as JSON). The parent is the newest reply in the
  * statement's own snapshot, so this path is exactly the message's: nothing can land in
  * between (a branch read beside the insert had to be checked against the parent, and was a
  * statement of its own before the model call).
  */
-const insertUnderNewestReplyStatement = preparedStatement<PathRow>(
+const insertUnderNewestReplyStatement = preparedStatement<Record<string, unknown> & { path: PathMessage[] }>(
   (p) => sql`WITH RECURSIVE inserted AS (
       INSERT INTO messages (id, session_id, role, content, author_id, attachments, parent_id)
       VALUES (CASE WHEN ${commitWithoutFlushWait} THEN ${p('id')}::uuid END, ${p('chatId')}::uuid, ${p('role')}, ${p('content')},
         ${p('authorId')}::integer, ${p('attachments')}::jsonb, ${newestReplyOf(sql`${p('chatId')}::uuid`)})
       RETURNING *
     ), ${pathCte(sql`(SELECT parent_id FROM inserted)`, 1)}
-    SELECT *, 0 AS depth FROM inserted UNION ALL SELECT * FROM path`,
+    SELECT inserted.*, ${pathJson} AS path FROM inserted`,
 );
 
 /**
@@ -141,7 +149,7 @@ const insertUnderNewestReplyStatement = preparedStatement<PathRow>(
 export async function insertUnderNewestReply(
   db: DbOrTx,
   values: Pick<NewMessage, 'sessionId' | 'role' | 'content' | 'authorId' | 'attachments'>,
-): Promise<{ message: MessageRow; path: MessageRow[] }> {
+): Promise<{ message: MessageRow; path: PathMessage[] }> {
   const rows = await insertUnderNewestReplyStatement(db, {
     id: newId(),
     chatId: values.sessionId,
@@ -150,8 +158,9 @@ export async function insertUnderNewestReply(
     authorId: values.authorId ?? null,
     attachments: JSON.stringify(values.attachments ?? []),
   });
-  const path = inPathOrder(rows);
-  return { message: path.at(-1)!, path };
+  const [row] = rows;
+  const message = messageOfRaw(row!);
+  return { message, path: [...row!.path, message] };
 }
 
 export async function insertMessage(db: DbOrTx, values: NewMessage): Promise<MessageRow> {

@@ -101,7 +101,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
   }
 
   /** The user message of a turn, with its path when the statement that stored it read that too. */
-  type StoredMessage = { message: repo.MessageRow; path?: repo.MessageRow[] };
+  type StoredMessage = { message: repo.MessageRow; path?: repo.PathMessage[] };
 
   const turnOf = (
     access: ChatAccess,

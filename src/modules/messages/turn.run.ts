@@ -48,7 +48,7 @@ export interface TurnRunnerDeps {
 export function createTurnRunner(deps: TurnRunnerDeps) {
   const { db, credit, storage, knowledge, streams, touchChat, log, metrics } = deps;
 
-  async function toModelMessages(path: repo.MessageRow[], model: ChatModel): Promise<ModelMessage[]> {
+  async function toModelMessages(path: repo.PathMessage[], model: ChatModel): Promise<ModelMessage[]> {
     const result: ModelMessage[] = [];
     for (const message of path) {
       if (message.role === 'assistant') {

@@ -33,7 +33,7 @@ export interface PreparedTurn {
  */
 export interface TurnContext {
   /** The branch from the first message down to the user message (the user message last). */
-  path: repo.MessageRow[];
+  path: repo.PathMessage[];
   /** Whether the chat has knowledge the framework will use (false when it will not use it); already handled. */
   hasKnowledge: Promise<boolean>;
 }
