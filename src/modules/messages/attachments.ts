@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Readable, Transform } from 'node:stream';
+import { finished, type Readable, Transform } from 'node:stream';
 import type { FilePart, ImagePart, TextPart } from 'ai';
 import { parseMediaType } from '../../platform/content-type.js';
 import { PaymentRequiredError, ValidationError } from '../../platform/errors.js';
@@ -78,7 +78,11 @@ export async function receiveParts(
       guard.on('error', () => part.stream.resume());
       // `pipe` does not forward errors: a body cut short inside the file (the parser destroys the
       // file stream with its error) would leave the guard, and the upload, waiting for ever.
-      part.stream.once('error', (error) => guard.destroy(error));
+      // `finished` also reports a stream destroyed before this line ran (on Node 24 the parser
+      // does so before the part is handed over; an 'error' listener added now never fires).
+      finished(part.stream, (error) => {
+        if (error) guard.destroy(error);
+      });
       // Tracked before the upload so a failure part-way still removes what was written.
       attachments.push({ id, name, content_type: contentType, size: 0, storage_key: key });
       await options.storage.put(key, part.stream.pipe(guard), { contentType });
