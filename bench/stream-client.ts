@@ -380,56 +380,41 @@ function createApi(baseUrl: string, dispatcher: Agent) {
   };
 }
 
-/** A send through the bare Fastify proxy; ms to its first `event: delta`. */
-async function bareOnce(bareUrl: string, dispatcher: Agent, content: string): Promise<number> {
+/**
+ * POSTs `body` to `url` and reads the whole streamed answer: ms from the request start to the
+ * moment the text received so far first `matches`.
+ */
+async function msToFirst(url: string, dispatcher: Agent, headers: Record<string, string>, body: unknown, matches: (seen: string) => boolean, what: string) {
   const t0 = performance.now();
-  const response = await request(bareUrl, {
-    method: 'POST',
-    dispatcher,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ content }),
-  });
+  const response = await request(url, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   let first = Number.NaN;
   let seen = '';
   response.body.setEncoding('utf8');
   for await (const chunk of response.body as AsyncIterable<string>) {
     if (Number.isNaN(first)) {
       seen += chunk;
-      if (seen.includes('event: delta\n')) first = performance.now() - t0;
+      if (matches(seen)) first = performance.now() - t0;
     }
   }
-  if (response.statusCode !== 200 || Number.isNaN(first)) throw new Error(`request to the bare proxy failed: status ${response.statusCode}`);
+  if (response.statusCode !== 200 || Number.isNaN(first)) throw new Error(`${what} failed: status ${response.statusCode}`);
   return first;
 }
 
+/** A send through the bare Fastify proxy; ms to its first `event: delta`. */
+const bareOnce = (bareUrl: string, dispatcher: Agent, content: string) =>
+  msToFirst(bareUrl, dispatcher, {}, { content }, (seen) => seen.includes('event: delta\n'), 'request to the bare proxy');
+
 /** A streaming chat completion straight to the fake, shaped like the app's; ms to the first content chunk. */
-async function fakeOnce(fakeUrl: string, dispatcher: Agent, content: string): Promise<number> {
-  const t0 = performance.now();
-  const response = await request(`${fakeUrl}/v1/chat/completions`, {
-    method: 'POST',
+const fakeOnce = (fakeUrl: string, dispatcher: Agent, content: string) =>
+  msToFirst(
+    `${fakeUrl}/v1/chat/completions`,
     dispatcher,
-    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-fake-openai' },
-    body: JSON.stringify({
-      model: 'gpt-4.1-mini',
-      stream: true,
-      stream_options: { include_usage: true },
-      max_tokens: 4096,
-      messages: [{ role: 'user', content }],
-    }),
-  });
-  let first = Number.NaN;
-  let seen = '';
-  response.body.setEncoding('utf8');
-  for await (const chunk of response.body as AsyncIterable<string>) {
-    if (Number.isNaN(first)) {
-      seen += chunk;
-      // The first chunk carries the role with empty content; the first text chunk is the one.
-      if (/"delta":\{"content":"[^"]/.test(seen)) first = performance.now() - t0;
-    }
-  }
-  if (response.statusCode !== 200 || Number.isNaN(first)) throw new Error(`direct request to the fake failed: status ${response.statusCode}`);
-  return first;
-}
+    { authorization: 'Bearer sk-fake-openai' },
+    { model: 'gpt-4.1-mini', stream: true, stream_options: { include_usage: true }, max_tokens: 4096, messages: [{ role: 'user', content }] },
+    // The first chunk carries the role with empty content; the first text chunk is the one.
+    (seen) => /"delta":\{"content":"[^"]/.test(seen),
+    'direct request to the fake',
+  );
 
 main().then(
   () => process.disconnect?.(),
