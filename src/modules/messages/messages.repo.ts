@@ -44,39 +44,6 @@ export async function findReplyOfStream(db: DbOrTx, chatId: string, streamId: st
 const newestReplyOf = (chatId: SQL) => sql`(SELECT id FROM ${messages} WHERE ${messages.sessionId} = ${chatId} AND ${messages.role} = 'assistant'
     ORDER BY ${messages.createdAt} DESC, ${messages.id} DESC LIMIT 1)`;
 
-/**
- * The statements of every turn, prepared once per database: Drizzle builds their SQL once (it
- * was a good part of a send's CPU), and PostgreSQL parses and plans them once per connection.
- */
-function turnStatements(db: DbOrTx) {
-  return {
-    insertReplyOnce: db
-      .insert(messages)
-      .values({
-        id: sql.placeholder('id'),
-        sessionId: sql.placeholder('sessionId'),
-        role: sql.placeholder('role'),
-        content: sql.placeholder('content'),
-        parentId: sql.placeholder('parentId'),
-        stopped: sql.placeholder('stopped'),
-        usage: sql.placeholder('usage'),
-        aiModel: sql.placeholder('aiModel'),
-        sources: sql.placeholder('sources'),
-        streamId: sql.placeholder('streamId'),
-      })
-      .onConflictDoNothing({ target: messages.id })
-      .returning()
-      .prepare('messages_insert_reply_once'),
-  };
-}
-
-const prepared = new WeakMap<DbOrTx, ReturnType<typeof turnStatements>>();
-function statements(db: DbOrTx) {
-  let found = prepared.get(db);
-  if (!found) prepared.set(db, (found = turnStatements(db)));
-  return found;
-}
-
 const messageColumns = Object.entries(getTableColumns(messages));
 
 /** A message as drizzle maps it, from a raw statement's row (column names, driver values). */
@@ -150,7 +117,7 @@ export async function insertUnderNewestReply(
   db: DbOrTx,
   values: Pick<NewMessage, 'sessionId' | 'role' | 'content' | 'authorId' | 'attachments'>,
 ): Promise<{ message: MessageRow; path: PathMessage[] }> {
-  const rows = await insertUnderNewestReplyStatement(db, {
+  const [row] = await insertUnderNewestReplyStatement(db, {
     id: newId(),
     chatId: values.sessionId,
     role: values.role,
@@ -158,7 +125,6 @@ export async function insertUnderNewestReply(
     authorId: values.authorId ?? null,
     attachments: JSON.stringify(values.attachments ?? []),
   });
-  const [row] = rows;
   const message = messageOfRaw(row!);
   return { message, path: [...row!.path, message] };
 }
@@ -172,9 +138,21 @@ export async function insertMessage(db: DbOrTx, values: NewMessage): Promise<Mes
 export type ReplyValues = Required<Pick<NewMessage, 'id' | 'sessionId' | 'role' | 'content' | 'parentId' | 'stopped' | 'usage' | 'aiModel' | 'sources' | 'streamId'>>;
 
 /** Inserts a message whose id is fixed in advance; a second insert of that id returns the first. */
+/** A reply's insert, once per id (a run repeated after a crash finds the saved one). */
+const insertReplyOnceStatement = preparedStatement<Record<string, unknown>>(
+  (p) => sql`INSERT INTO messages (id, session_id, role, content, parent_id, stopped, usage, ai_model, sources, stream_id)
+    VALUES (${p('id')}::uuid, ${p('sessionId')}::uuid, ${p('role')}, ${p('content')}, ${p('parentId')}::uuid, ${p('stopped')}::boolean,
+      ${p('usage')}::jsonb, ${p('aiModel')}, ${p('sources')}::jsonb, ${p('streamId')})
+    ON CONFLICT (id) DO NOTHING RETURNING *`,
+);
+
 export async function insertMessageOnce(db: DbOrTx, values: ReplyValues): Promise<MessageRow> {
-  const [row] = await statements(db).insertReplyOnce.execute(values);
-  if (row) return row;
+  const [row] = await insertReplyOnceStatement(db, {
+    ...values,
+    usage: values.usage === null ? null : JSON.stringify(values.usage),
+    sources: JSON.stringify(values.sources),
+  });
+  if (row) return messageOfRaw(row);
   const [existing] = await db.select().from(messages).where(eq(messages.id, values.id));
   return existing!;
 }
