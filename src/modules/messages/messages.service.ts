@@ -156,8 +156,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       const model = catalog.chatModel(access.chat.aiModel);
       const hasKnowledge = model && readHasKnowledge(access.chat, model);
       const admitted = await admitModelCall(access, input.content);
-      const turn = await prepareTurn(access, userId, admitted, insertUserMessage(chatId, userId, input.content, []), input.stream_id, hasKnowledge);
-      return turn;
+      return prepareTurn(access, userId, admitted, insertUserMessage(chatId, userId, input.content, []), input.stream_id, hasKnowledge);
     }
     const admitted = await admitTurn(access, userId, '');
     let attachments: MessageAttachment[] = [];

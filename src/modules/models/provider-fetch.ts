@@ -20,10 +20,9 @@ let undiciRequest: typeof request | undefined;
  * Differences from fetch, none of which a model API call relies on: no redirects followed (a
  * 3xx is the answer: the SDK reports it as an API error); `accept-encoding: identity` is sent
  * unless the caller set one, and a gzip, deflate or br answer anyway is decoded as fetch would.
- * A call this does not cover (a `Request`
- * object, a body other than a string or bytes, such as a multipart upload of audio, a redirect
- * mode other than `follow`, as the SDK's own guarded download of URLs uses) goes to the global
- * fetch unchanged.
+ * A call this does not cover (a `Request` object, a body other than a string or bytes, such as a
+ * multipart upload of audio, a redirect mode other than `follow`, as the SDK's own guarded
+ * download of URLs uses) goes to the global fetch unchanged.
  */
 export const providerFetch: typeof fetch = async (input, init) => {
   const body = init?.body;
