@@ -50,6 +50,13 @@ export interface OpenedReport {
   /** ms from the first request to the moment every stream had its first delta (or had failed). */
   rampMs: number;
   firstDeltaMs: number[];
+  /**
+   * Per stream: ms from its request to the fake receiving its model call (the service's admission),
+   * and from the fake's own first text chunk (received + chunk delay) to the first delta (the
+   * service's added lag on the way back).
+   */
+  admissionMs: number[];
+  afterModelFirstChunkMs: number[];
   opened: number;
   /** Streams already finished when the last one opened (should be 0: the sample is at full concurrency). */
   finishedBeforeAllOpen: number;
@@ -89,6 +96,8 @@ const REPLY_TEXT = Array.from(
 ).join(' ');
 /** User messages starting with this get the slow reply (phase b). */
 const SLOW_PREFIX = 'slow:';
+/** When the fake received the model call of (b)'s stream i (its text ends with `stream i`). */
+const slowCallReceivedAt = new Map<number, number>();
 
 function send(message: ChildMessage): Promise<void> {
   return new Promise((resolve) => {
@@ -116,10 +125,13 @@ function nextMessage<T extends ParentMessage['type']>(type: T, timeoutMs: number
 async function main(): Promise<void> {
   let options!: StreamBenchOptions;
   const fake = await startFakeModelServer({
-    defaultReply: (req: RecordedRequest) =>
-      req.lastUserText?.startsWith(SLOW_PREFIX)
+    defaultReply: (req: RecordedRequest) => {
+      const slowStream = req.lastUserText?.startsWith(SLOW_PREFIX) ? /stream (\d+)$/.exec(req.lastUserText)?.[1] : undefined;
+      if (slowStream !== undefined) slowCallReceivedAt.set(Number(slowStream), performance.now());
+      return req.lastUserText?.startsWith(SLOW_PREFIX)
         ? { text: REPLY_TEXT, chunks: options.chunks, delayMs: options.chunkDelayMs, usage: { inputTokens: 20, outputTokens: 100 } }
-        : { text: REPLY_TEXT, chunks: options.chunks, usage: { inputTokens: 20, outputTokens: 100 } },
+        : { text: REPLY_TEXT, chunks: options.chunks, usage: { inputTokens: 20, outputTokens: 100 } };
+    },
   });
   // The fake records every request; a long run must not keep 1,000 request bodies around.
   const trim = setInterval(() => fake.requests.splice(0, fake.requests.length), 1000);
@@ -198,6 +210,8 @@ async function main(): Promise<void> {
     let finishedBeforeAllOpen = 0;
     let allOpenAt: number | undefined;
     const firstDeltaMs: number[] = [];
+    const admissionMs: number[] = [];
+    const afterModelFirstChunkMs: number[] = [];
     const streamMs: number[] = [];
     const statuses: Record<string, number> = {};
     const failures: string[] = [];
@@ -236,7 +250,13 @@ async function main(): Promise<void> {
           sawFirst = true;
           release();
           opened += 1;
-          firstDeltaMs.push(performance.now() - t0);
+          const now = performance.now();
+          firstDeltaMs.push(now - t0);
+          const received = slowCallReceivedAt.get(i);
+          if (received !== undefined) {
+            admissionMs.push(received - begin);
+            afterModelFirstChunkMs.push(now - (received + options.chunkDelayMs));
+          }
           checkOpen();
         });
         statuses[result.status] = (statuses[result.status] ?? 0) + 1;
@@ -271,7 +291,7 @@ async function main(): Promise<void> {
     const timedOut = await Promise.race([allOpen.then(() => false), sleep(openTimeout).then(() => true)]);
     const rampMs = (allOpenAt ?? performance.now()) - t0;
     const sampled = nextMessage('sampled', 600_000);
-    await send({ type: 'opened', report: { rampMs, firstDeltaMs, opened, finishedBeforeAllOpen, failed, timedOut } });
+    await send({ type: 'opened', report: { rampMs, firstDeltaMs, admissionMs, afterModelFirstChunkMs, opened, finishedBeforeAllOpen, failed, timedOut } });
     await sampled;
     process.stdout.write(`(b) all opened after ${(rampMs / 1000).toFixed(1)} s; waiting for the streams to finish...\n`);
     const finishTimeout = Math.max(300_000, 20 * expectedMs);

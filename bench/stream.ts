@@ -23,7 +23,8 @@
  *     long-running database's, so the measured sends run on plans made for tables that are not empty.
  * (b) M concurrent streamed sends whose fake replies are slow (`--chunks` chunks `--chunk-delay-ms`
  *     apart); once every stream has its first delta, the app's memory is sampled; then every
- *     stream must end with `event: done`.
+ *     stream must end with `event: done`. Each stream's wait is split in two: request → the fake
+ *     receiving its model call (admission), and the fake's own first chunk → the first delta.
  * Results are printed and appended to bench/RESULTS.md.
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -379,6 +380,8 @@ async function main(): Promise<void> {
         arrayBuffers: (openGc.arrayBuffers - baseline.arrayBuffers) / options.streams,
       };
       const firstDelta = ascending(opened.firstDeltaMs);
+      const admission = ascending(opened.admissionMs);
+      const afterModel = ascending(opened.afterModelFirstChunkMs);
       const streamMs = ascending(finished.streamMs);
       const statuses = Object.entries(finished.statuses)
         .map(([s, n]) => `${s}: ${n}`)
@@ -400,6 +403,10 @@ async function main(): Promise<void> {
           `(first delta p50 ${fmt(percentile(firstDelta, 50) / 1000, 2)} s, p99 ${fmt(percentile(firstDelta, 99) / 1000, 2)} s from the start ` +
           `of the burst, the fake's own first chunk comes after ${options.chunkDelayMs} ms); streams already finished at that moment: ` +
           `${opened.finishedBeforeAllOpen}; failed before a first delta: ${opened.failed}${opened.timedOut ? '; TIMED OUT waiting' : ''}`,
+        `- per stream (${afterModel.length} matched to their model call): request → model call received by the fake (admission) ` +
+          `p50 ${fmt(percentile(admission, 50), 0)} ms, p99 ${fmt(percentile(admission, 99), 0)} ms, max ${fmt(admission.at(-1) ?? 0, 0)} ms; ` +
+          `the fake's own first chunk → first delta p50 ${fmt(percentile(afterModel, 50), 1)} ms, p99 ${fmt(percentile(afterModel, 99), 1)} ms, ` +
+          `max ${fmt(afterModel.at(-1) ?? 0, 1)} ms`,
         `- app event loop during the ramp: delay p50 ${fmt(loopDelay.p50, 0)} ms, p99 ${fmt(loopDelay.p99, 0)} ms, max ${fmt(loopDelay.max, 0)} ms` +
           (overflows !== undefined ? `; listen-queue overflows (kernel ListenOverflows, system-wide) during the ramp: ${fmt(overflows)}` : '') +
           `; app CPU (user + system) during the ramp ${fmt(rampCpuMs / 1000, 1)} s, ${fmt(rampCpuMs / options.streams, 2)} ms per stream`,
