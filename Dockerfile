@@ -4,8 +4,9 @@
 #   docker build -t workspace-ai .
 #   docker run -p 8000:8000 -v wsai-data:/app/data workspace-ai        (embedded profile)
 #   docker compose up                                                  (distributed: compose.yaml)
-# Node 24 is an LTS line the CI tests (20, 22, 24); Node 26 (active LTS since October 2026) is a
-# one-line change here once the suite has run on it: --build-arg NODE_IMAGE=node:26-bookworm-slim.
+# CI runs the suite on this Node line (IMAGE_NODE_VERSION in .ci/run, which fails when the two
+# disagree) besides the machine's Node 20. Node 26 (active LTS since October 2026) is a change
+# here and in .ci/run once the suite has run on it: --build-arg NODE_IMAGE=node:26-bookworm-slim.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
