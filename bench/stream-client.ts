@@ -57,6 +57,12 @@ export interface OpenedReport {
    */
   admissionMs: number[];
   afterModelFirstChunkMs: number[];
+  /**
+   * ms from the first request until the fake had received every stream's model call (undefined
+   * when some never came), and the CPU this process (every client and the fake) used meanwhile.
+   */
+  admissionWindowMs?: number;
+  clientCpuMsDuringAdmission?: number;
   opened: number;
   /** Streams already finished when the last one opened (should be 0: the sample is at full concurrency). */
   finishedBeforeAllOpen: number;
@@ -98,6 +104,7 @@ const REPLY_TEXT = Array.from(
 const SLOW_PREFIX = 'slow:';
 /** When the fake received the model call of (b)'s stream i (its text ends with `stream i`). */
 const slowCallReceivedAt = new Map<number, number>();
+let onSlowCall: (() => void) | undefined;
 
 function send(message: ChildMessage): Promise<void> {
   return new Promise((resolve) => {
@@ -127,7 +134,10 @@ async function main(): Promise<void> {
   const fake = await startFakeModelServer({
     defaultReply: (req: RecordedRequest) => {
       const slowStream = req.lastUserText?.startsWith(SLOW_PREFIX) ? /stream (\d+)$/.exec(req.lastUserText)?.[1] : undefined;
-      if (slowStream !== undefined) slowCallReceivedAt.set(Number(slowStream), performance.now());
+      if (slowStream !== undefined) {
+        slowCallReceivedAt.set(Number(slowStream), performance.now());
+        onSlowCall?.();
+      }
       return req.lastUserText?.startsWith(SLOW_PREFIX)
         ? { text: REPLY_TEXT, chunks: options.chunks, delayMs: options.chunkDelayMs, usage: { inputTokens: 20, outputTokens: 100 } }
         : { text: REPLY_TEXT, chunks: options.chunks, usage: { inputTokens: 20, outputTokens: 100 } };
@@ -204,6 +214,15 @@ async function main(): Promise<void> {
     const expectedMs = options.chunks * options.chunkDelayMs;
     process.stdout.write(`(b) opening ${options.streams} concurrent streams (${options.chunks} chunks, ${options.chunkDelayMs} ms apart: ~${(expectedMs / 1000).toFixed(0)} s each)...\n`);
     const t0 = performance.now();
+    const cpuAtStart = process.cpuUsage();
+    let admissionWindowMs: number | undefined;
+    let clientCpuMsDuringAdmission: number | undefined;
+    onSlowCall = () => {
+      if (admissionWindowMs !== undefined || slowCallReceivedAt.size < options.streams) return;
+      admissionWindowMs = performance.now() - t0;
+      const cpu = process.cpuUsage(cpuAtStart);
+      clientCpuMsDuringAdmission = (cpu.user + cpu.system) / 1000;
+    };
     let opened = 0;
     let settled = 0;
     let failed = 0;
@@ -291,7 +310,7 @@ async function main(): Promise<void> {
     const timedOut = await Promise.race([allOpen.then(() => false), sleep(openTimeout).then(() => true)]);
     const rampMs = (allOpenAt ?? performance.now()) - t0;
     const sampled = nextMessage('sampled', 600_000);
-    await send({ type: 'opened', report: { rampMs, firstDeltaMs, admissionMs, afterModelFirstChunkMs, opened, finishedBeforeAllOpen, failed, timedOut } });
+    await send({ type: 'opened', report: { rampMs, firstDeltaMs, admissionMs, afterModelFirstChunkMs, admissionWindowMs, clientCpuMsDuringAdmission, opened, finishedBeforeAllOpen, failed, timedOut } });
     await sampled;
     process.stdout.write(`(b) all opened after ${(rampMs / 1000).toFixed(1)} s; waiting for the streams to finish...\n`);
     const finishTimeout = Math.max(300_000, 20 * expectedMs);

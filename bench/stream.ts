@@ -32,7 +32,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { type EventLoopUtilization, monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
@@ -109,6 +109,18 @@ async function memory(collect: boolean): Promise<MemorySample> {
 }
 
 /** The kernel's count of connections dropped from full listen queues (Linux, system-wide), if readable. */
+/** Event-loop utilisation and CPU of this process from the first timeline sample to `windowMs` after it. */
+function admissionWindow(
+  timeline: Array<{ at: number; elu: EventLoopUtilization; cpu: NodeJS.CpuUsage }>,
+  windowMs: number | undefined,
+): { ms: number; elu: number; cpuMs: number } | undefined {
+  const first = timeline[0];
+  if (windowMs === undefined || !first) return undefined;
+  const end = timeline.find((sample) => sample.at - first.at >= windowMs) ?? timeline.at(-1)!;
+  const cpu = { user: end.cpu.user - first.cpu.user, system: end.cpu.system - first.cpu.system };
+  return { ms: end.at - first.at, elu: performance.eventLoopUtilization(end.elu, first.elu).utilization, cpuMs: (cpu.user + cpu.system) / 1000 };
+}
+
 function listenOverflows(): number | undefined {
   try {
     const [names, values] = readFileSync('/proc/net/netstat', 'utf8')
@@ -302,6 +314,7 @@ async function main(): Promise<void> {
           loadAtOpen: string;
           loopDelay: { p50: number; p99: number; max: number };
           rampCpuMs: number;
+          admission?: { ms: number; elu: number; cpuMs: number };
           overflows?: number;
         }
       | undefined;
@@ -320,9 +333,16 @@ async function main(): Promise<void> {
       try {
         loop.enable();
         const cpuAtOpen = process.cpuUsage();
+        // Sampled so the admission window (known only when the child reports) can be cut out.
+        const timeline: Array<{ at: number; elu: EventLoopUtilization; cpu: NodeJS.CpuUsage }> = [];
+        const sampleTimeline = () => timeline.push({ at: performance.now(), elu: performance.eventLoopUtilization(), cpu: process.cpuUsage() });
+        sampleTimeline();
+        const timelineSampler = setInterval(sampleTimeline, 50);
         channel.send({ type: 'open' });
         const { report: opened } = await channel.next('opened', 30 * 60_000);
+        clearInterval(timelineSampler);
         const rampCpu = process.cpuUsage(cpuAtOpen);
+        const admission = admissionWindow(timeline, opened.admissionWindowMs);
         const rampCpuMs = (rampCpu.user + rampCpu.system) / 1000;
         loop.disable();
         const overflowsAfter = listenOverflows();
@@ -335,7 +355,7 @@ async function main(): Promise<void> {
         clearInterval(sampler);
         const after = await memory(true);
         const overflows = overflowsBefore !== undefined && overflowsAfter !== undefined ? overflowsAfter - overflowsBefore : undefined;
-        mem = { baseline, openRaw, openGc, peak, after, opened, finished, loadAtOpen, loopDelay, rampCpuMs, overflows };
+        mem = { baseline, openRaw, openGc, peak, after, opened, finished, loadAtOpen, loopDelay, rampCpuMs, overflows, admission };
       } finally {
         clearInterval(sampler);
       }
@@ -371,7 +391,7 @@ async function main(): Promise<void> {
       );
     }
     if (mem) {
-      const { baseline, openRaw, openGc, peak, after, opened, finished, loopDelay, rampCpuMs, overflows } = mem;
+      const { baseline, openRaw, openGc, peak, after, opened, finished, loopDelay, rampCpuMs, overflows, admission: admissionCut } = mem;
       const perStream: MemorySample = {
         rss: (openGc.rss - baseline.rss) / options.streams,
         heapUsed: (openGc.heapUsed - baseline.heapUsed) / options.streams,
@@ -407,6 +427,14 @@ async function main(): Promise<void> {
           `p50 ${fmt(percentile(admission, 50), 0)} ms, p99 ${fmt(percentile(admission, 99), 0)} ms, max ${fmt(admission.at(-1) ?? 0, 0)} ms; ` +
           `the fake's own first chunk → first delta p50 ${fmt(percentile(afterModel, 50), 1)} ms, p99 ${fmt(percentile(afterModel, 99), 1)} ms, ` +
           `max ${fmt(afterModel.at(-1) ?? 0, 1)} ms`,
+        ...(admissionCut
+          ? [
+              `- admission window (first request → the fake has every model call): ${fmt(admissionCut.ms / 1000, 2)} s; app main thread busy ` +
+                `${fmt(admissionCut.elu * 100, 0)} % of it (event-loop utilisation), app CPU ${fmt(admissionCut.cpuMs / 1000, 2)} s ` +
+                `(${fmt(admissionCut.cpuMs / options.streams, 2)} ms per admission, GC and other threads included); clients and fake (one process) ` +
+                `${fmt((opened.clientCpuMsDuringAdmission ?? 0) / 1000, 2)} s CPU`,
+            ]
+          : []),
         `- app event loop during the ramp: delay p50 ${fmt(loopDelay.p50, 0)} ms, p99 ${fmt(loopDelay.p99, 0)} ms, max ${fmt(loopDelay.max, 0)} ms` +
           (overflows !== undefined ? `; listen-queue overflows (kernel ListenOverflows, system-wide) during the ramp: ${fmt(overflows)}` : '') +
           `; app CPU (user + system) during the ramp ${fmt(rampCpuMs / 1000, 1)} s, ${fmt(rampCpuMs / options.streams, 2)} ms per stream`,
