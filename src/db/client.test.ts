@@ -93,3 +93,20 @@ describe('commitWithoutFlushWait', () => {
     }
   });
 });
+
+describe('a prepared statement with commitWithoutFlushWait', () => {
+  const statement = preparedStatement<{ one: number }>((p) => sql`SELECT ${p('value')}::int AS one WHERE ${commitWithoutFlushWait}`);
+  const plain = preparedStatement<{ one: number }>((p) => sql`SELECT ${p('value')}::int AS one`);
+
+  it('runs on its own and refuses a transaction, which it would commit without the flush wait as a whole', async () => {
+    const database = await openDatabase(url ? { url, poolSize: 1 } : {});
+    try {
+      expect(await statement(database.db, { value: 1 })).toEqual([{ one: 1 }]);
+      await expect(database.db.transaction((tx) => statement(tx, { value: 2 }))).rejects.toThrow('cannot run inside a transaction');
+      // Other prepared statements still run in transactions.
+      expect(await database.db.transaction((tx) => plain(tx, { value: 3 }))).toEqual([{ one: 3 }]);
+    } finally {
+      await database.close();
+    }
+  });
+});

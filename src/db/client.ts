@@ -3,9 +3,9 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { is, Placeholder, type SQL, sql } from 'drizzle-orm';
+import { is, Placeholder, SQL, sql } from 'drizzle-orm';
 import type { drizzle as drizzlePgType } from 'drizzle-orm/node-postgres';
-import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
+import { type PgDatabase, type PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type pg from 'pg';
 // The driver module's type, for the parameter that shadows the `pg` types above.
@@ -223,8 +223,14 @@ export async function queryRows<T>(db: DbOrTx, query: SQL): Promise<T[]> {
  * before anyone relies on them (a commit flushes all WAL written before it): on the streamed
  * send's path there were two flushes before the model call (docs/decisions.md, "Hot paths").
  * Inside an explicit transaction it would apply to the whole transaction: single statements only.
+ * A preparedStatement that contains it refuses to run on a transaction handle.
  */
 export const commitWithoutFlushWait = sql`set_config('synchronous_commit', 'off', true) IS NOT NULL`;
+
+/** Whether `query` contains `fragment` (the same SQL object), however deeply composed. */
+function containsFragment(query: SQL, fragment: SQL): boolean {
+  return query.queryChunks.some((chunk) => chunk === fragment || (is(chunk, SQL) && containsFragment(chunk, fragment)));
+}
 
 /** The node-postgres databases (their `$client` is a pg pool): preparedStatement names their statements. */
 const onPostgres = new WeakSet<object>();
@@ -253,7 +259,13 @@ function valueOf(values: Readonly<Record<string, StatementValue>>, name: string)
 export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
   /** The text, and each parameter's value name (or its constant value, rendered once). */
   let rendered: { name: string; text: string; slots: ({ value: string } | { constant: unknown })[] } | undefined;
+  let skipsFlushWait: boolean | undefined;
   return async (db: DbOrTx, values: Readonly<Record<string, StatementValue>>): Promise<Row[]> => {
+    skipsFlushWait ??= containsFragment(build((name) => sql`${sql.placeholder(name)}`), commitWithoutFlushWait);
+    if (skipsFlushWait && is(db, PgTransaction)) {
+      // The whole transaction would commit without waiting for its flush, not just this write.
+      throw new Error('A statement with commitWithoutFlushWait cannot run inside a transaction');
+    }
     if (!onPostgres.has(db)) {
       return queryRows<Row>(
         db,
