@@ -108,19 +108,23 @@ async function memory(collect: boolean): Promise<MemorySample> {
   return { rss, heapTotal, heapUsed, external, arrayBuffers };
 }
 
-/** The kernel's count of connections dropped from full listen queues (Linux, system-wide), if readable. */
-/** Event-loop utilisation and CPU of this process from the first timeline sample to `windowMs` after it. */
+/**
+ * Event-loop utilisation and CPU of this process from the first timeline sample to the sample
+ * nearest `windowMs` after it (samples are ~50 ms apart, later when the loop is busy).
+ */
 function admissionWindow(
   timeline: Array<{ at: number; elu: EventLoopUtilization; cpu: NodeJS.CpuUsage }>,
   windowMs: number | undefined,
 ): { ms: number; elu: number; cpuMs: number } | undefined {
   const first = timeline[0];
   if (windowMs === undefined || !first) return undefined;
-  const end = timeline.find((sample) => sample.at - first.at >= windowMs) ?? timeline.at(-1)!;
+  const distance = (sample: { at: number }) => Math.abs(sample.at - first.at - windowMs);
+  const end = timeline.reduce((nearest, sample) => (distance(sample) < distance(nearest) ? sample : nearest));
   const cpu = { user: end.cpu.user - first.cpu.user, system: end.cpu.system - first.cpu.system };
   return { ms: end.at - first.at, elu: performance.eventLoopUtilization(end.elu, first.elu).utilization, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
+/** The kernel's count of connections dropped from full listen queues (Linux, system-wide), if readable. */
 function listenOverflows(): number | undefined {
   try {
     const [names, values] = readFileSync('/proc/net/netstat', 'utf8')
@@ -423,13 +427,14 @@ async function main(): Promise<void> {
           `(first delta p50 ${fmt(percentile(firstDelta, 50) / 1000, 2)} s, p99 ${fmt(percentile(firstDelta, 99) / 1000, 2)} s from the start ` +
           `of the burst, the fake's own first chunk comes after ${options.chunkDelayMs} ms); streams already finished at that moment: ` +
           `${opened.finishedBeforeAllOpen}; failed before a first delta: ${opened.failed}${opened.timedOut ? '; TIMED OUT waiting' : ''}`,
-        `- per stream (${afterModel.length} matched to their model call): request → model call received by the fake (admission) ` +
+        `- per stream (${afterModel.length} matched to their model call${afterModel.length ? '' : ': none, figures meaningless'}): request → model call received by the fake (admission) ` +
           `p50 ${fmt(percentile(admission, 50), 0)} ms, p99 ${fmt(percentile(admission, 99), 0)} ms, max ${fmt(admission.at(-1) ?? 0, 0)} ms; ` +
-          `the fake's own first chunk → first delta p50 ${fmt(percentile(afterModel, 50), 1)} ms, p99 ${fmt(percentile(afterModel, 99), 1)} ms, ` +
+          `the fake's own first chunk (when due: received + chunk delay; its timer shares the clients' process) → first delta p50 ${fmt(percentile(afterModel, 50), 1)} ms, p99 ${fmt(percentile(afterModel, 99), 1)} ms, ` +
           `max ${fmt(afterModel.at(-1) ?? 0, 1)} ms`,
         ...(admissionCut
           ? [
-              `- admission window (first request → the fake has every model call): ${fmt(admissionCut.ms / 1000, 2)} s; app main thread busy ` +
+              `- admission window (first request → the fake has every model call): ${fmt((opened.admissionWindowMs ?? 0) / 1000, 2)} s; ` +
+                `in the ${fmt(admissionCut.ms / 1000, 2)} s sampled around it, app main thread busy ` +
                 `${fmt(admissionCut.elu * 100, 0)} % of it (event-loop utilisation), app CPU ${fmt(admissionCut.cpuMs / 1000, 2)} s ` +
                 `(${fmt(admissionCut.cpuMs / options.streams, 2)} ms per admission, GC and other threads included); clients and fake (one process) ` +
                 `${fmt((opened.clientCpuMsDuringAdmission ?? 0) / 1000, 2)} s CPU`,

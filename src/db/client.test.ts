@@ -105,6 +105,13 @@ describe('a prepared statement with commitWithoutFlushWait', () => {
       await expect(database.db.transaction((tx) => statement(tx, { value: 2 }))).rejects.toThrow('cannot run inside a transaction');
       // Other prepared statements still run in transactions.
       expect(await database.db.transaction((tx) => plain(tx, { value: 3 }))).toEqual([{ one: 3 }]);
+      // queryRows refuses the fragment in a transaction too, however nested (a list, an alias); outside one it runs.
+      const nested = sql`SELECT 4 AS one WHERE ${sql.join([sql`true`, commitWithoutFlushWait], sql` AND `)}`;
+      await expect(database.db.transaction((tx) => queryRows(tx, nested))).rejects.toThrow('cannot run inside a transaction');
+      await expect(database.db.transaction((tx) => queryRows(tx, sql`SELECT 1 FROM (SELECT 1) AS a WHERE ${sql`${commitWithoutFlushWait}`.as('w')}`))).rejects.toThrow(
+        'cannot run inside a transaction',
+      );
+      expect(await queryRows(database.db, nested)).toEqual([{ one: 4 }]);
     } finally {
       await database.close();
     }

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { is, Placeholder, SQL, sql } from 'drizzle-orm';
+import { Column, is, Name, Param, Placeholder, SQL, sql, StringChunk, Subquery, Table, View } from 'drizzle-orm';
 import type { drizzle as drizzlePgType } from 'drizzle-orm/node-postgres';
 import { type PgDatabase, type PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -210,6 +210,7 @@ export const textArrayLiteral = (values: readonly string[]): string =>
   `{${values.map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 
 export async function queryRows<T>(db: DbOrTx, query: SQL): Promise<T[]> {
+  if (is(db, PgTransaction)) refuseFlushWaitInTransaction(query);
   const result = (await db.execute(query)) as unknown as { rows: T[] };
   return result.rows;
 }
@@ -223,13 +224,28 @@ export async function queryRows<T>(db: DbOrTx, query: SQL): Promise<T[]> {
  * before anyone relies on them (a commit flushes all WAL written before it): on the streamed
  * send's path there were two flushes before the model call (docs/decisions.md, "Hot paths").
  * Inside an explicit transaction it would apply to the whole transaction: single statements only.
- * A preparedStatement that contains it refuses to run on a transaction handle.
+ * queryRows and preparedStatement refuse a statement that contains it on a transaction handle.
  */
 export const commitWithoutFlushWait = sql`set_config('synchronous_commit', 'off', true) IS NOT NULL`;
 
-/** Whether `query` contains `fragment` (the same SQL object), however deeply composed. */
-function containsFragment(query: SQL, fragment: SQL): boolean {
-  return query.queryChunks.some((chunk) => chunk === fragment || (is(chunk, SQL) && containsFragment(chunk, fragment)));
+/** Whether `chunk` is or holds `fragment` (the same SQL object): in nested SQL, lists, aliases, subqueries. */
+function holdsFragment(chunk: unknown, fragment: SQL): boolean {
+  if (chunk === fragment) return true;
+  if (Array.isArray(chunk)) return chunk.some((part) => holdsFragment(part, fragment));
+  if (is(chunk, SQL)) return chunk.queryChunks.some((part) => holdsFragment(part, fragment));
+  if (is(chunk, SQL.Aliased)) return holdsFragment(chunk.sql, fragment);
+  if (is(chunk, Subquery)) return holdsFragment(chunk._.sql, fragment);
+  // Leaves (their getSQL wraps themselves in a new SQL: walking it would never end).
+  if (chunk === null || typeof chunk !== 'object' || is(chunk, StringChunk) || is(chunk, Param) || is(chunk, Placeholder) || is(chunk, Name)) return false;
+  if (is(chunk, Table) || is(chunk, Column) || is(chunk, View)) return false;
+  // A query builder placed in a template (drizzle renders it through getSQL()).
+  const wrapper = chunk as { getSQL?: () => SQL };
+  return typeof wrapper.getSQL === 'function' && holdsFragment(wrapper.getSQL(), fragment);
+}
+
+function refuseFlushWaitInTransaction(query: SQL): void {
+  // The whole transaction would commit without waiting for its flush, not just this write.
+  if (holdsFragment(query, commitWithoutFlushWait)) throw new Error('A statement with commitWithoutFlushWait cannot run inside a transaction');
 }
 
 /** The node-postgres databases (their `$client` is a pg pool): preparedStatement names their statements. */
@@ -259,13 +275,7 @@ function valueOf(values: Readonly<Record<string, StatementValue>>, name: string)
 export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
   /** The text, and each parameter's value name (or its constant value, rendered once). */
   let rendered: { name: string; text: string; slots: ({ value: string } | { constant: unknown })[] } | undefined;
-  let skipsFlushWait: boolean | undefined;
   return async (db: DbOrTx, values: Readonly<Record<string, StatementValue>>): Promise<Row[]> => {
-    skipsFlushWait ??= containsFragment(build((name) => sql`${sql.placeholder(name)}`), commitWithoutFlushWait);
-    if (skipsFlushWait && is(db, PgTransaction)) {
-      // The whole transaction would commit without waiting for its flush, not just this write.
-      throw new Error('A statement with commitWithoutFlushWait cannot run inside a transaction');
-    }
     if (!onPostgres.has(db)) {
       return queryRows<Row>(
         db,
