@@ -366,12 +366,17 @@ async function main(): Promise<void> {
     }
 
     const m = machine();
-    const settings =
-      `- settings: (a) ${options.sends} sequential sends after ${options.warmup} warm-up sends, ${options.turnsPerChat} turns per chat ` +
-      `(a new chat every ${options.turnsPerChat} sends), fake reply of ${options.chunks} chunks without delay; ` +
-      `(b) ${options.streams} concurrent streams over ${options.users * options.chatsPerUser} chats (${options.users} users, ` +
+    const phaseA = options.skipTtfd
+      ? '(a) skipped (--skip-ttfd: (b) runs in a fresh process); '
+      : `(a) ${options.sends} sequential sends after ${options.warmup} warm-up sends, ${options.turnsPerChat} turns per chat ` +
+        `(a new chat every ${options.turnsPerChat} sends), fake reply of ${options.chunks} chunks without delay; `;
+    const phaseB = options.skipMemory
+      ? '(b) skipped (--skip-memory); '
+      : `(b) ${options.streams} concurrent streams over ${options.users * options.chatsPerUser} chats (${options.users} users, ` +
       `each with its own workspace), fake reply of ${options.chunks} chunks ${options.chunkDelayMs} ms apart, ` +
-      `${options.maxPending ? `at most ${options.maxPending} sends waiting for a first delta at a time` : 'all sent at once'}; ` +
+      `${options.maxPending ? `at most ${options.maxPending} sends waiting for a first delta at a time` : 'all sent at once'}; `;
+    const settings =
+      `- settings: ${phaseA}${phaseB}` +
       `database pool ${bench ? config.DATABASE_POOL_SIZE : 1} connection(s), planner statistics updated (ANALYZE) after the warm-up and before (b); GC ${gc ? 'forced (--expose-gc)' : 'not available (run with --expose-gc)'}`;
     const lines: string[] = [
       '`npm run bench:stream`: the app in this process, the fake model server and every client in a child process,',
@@ -412,7 +417,7 @@ async function main(): Promise<void> {
         .join(', ');
       failed = finished.done !== options.streams || finished.errorEvents > 0 || opened.finishedBeforeAllOpen > 0 || opened.timedOut;
       const memRows: Array<[string, MemorySample]> = [
-        ['baseline: after set-up and phase (a), after GC', baseline],
+        [`baseline: after set-up${options.skipTtfd ? '' : ' and phase (a)'}, after GC`, baseline],
         [`${opened.opened} streams open (each past its first delta), before GC`, openRaw],
         [`${opened.opened} streams open, after GC`, openGc],
         ['peak during the phase (sampled every 250 ms, no GC)', peak],
