@@ -1,3 +1,4 @@
+import module from 'node:module';
 import { loadConfig } from './config/env.js';
 import { resolveSecretKey } from './config/secret-key.js';
 import { openServiceDatabase } from './db/open.js';
@@ -7,6 +8,11 @@ import { startTracing } from './platform/tracing.js';
 
 /** How long after it listens the service starts its background work (see below). */
 const BACKGROUND_START_DELAY_MS = 250;
+
+// Node ≥ 22.1 (the Docker image's 24): the compiled code of the modules imported below is kept on
+// disk (os.tmpdir()/node-compile-cache) and reused by the next start (~70 ms of it, bench:start).
+// Node 20 has no such cache: nothing happens there.
+(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 const config = resolveSecretKey(loadConfig());
 const log = createLogger(config.LOG_LEVEL);
