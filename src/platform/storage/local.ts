@@ -133,8 +133,9 @@ export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
       await mkdir(tmpDir, { recursive: true });
       const tmp = path.join(tmpDir, randomUUID());
       const metaTmp = `${tmp}.meta`;
+      const sink = createWriteStream(tmp, { flags: 'wx' });
       try {
-        await pipeline(maxBytes === undefined ? source : limitBytes(source, maxBytes), createWriteStream(tmp, { flags: 'wx' }));
+        await pipeline(maxBytes === undefined ? source : limitBytes(source, maxBytes), sink);
         await writeFile(metaTmp, JSON.stringify({ contentType }), { flag: 'wx' });
         await mkdir(path.dirname(meta), { recursive: true });
         await mkdir(path.dirname(target), { recursive: true });
@@ -151,6 +152,10 @@ export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
         await rename(metaTmp, meta);
         await rename(tmp, target);
       } catch (error) {
+        // pipeline rejects at the first error, possibly before the file is even open (a body
+        // refused at its first chunk while the thread pool is busy): removing it before the sink
+        // has closed could run first and leave the file behind in .tmp.
+        if (!sink.closed) await new Promise<void>((resolve) => sink.once('close', () => resolve()));
         await Promise.all([rm(tmp, { force: true }), rm(metaTmp, { force: true })]);
         // A full disk (or quota) is the operator's problem, not a bug: say so, and store nothing.
         const code = (error as NodeJS.ErrnoException).code;
