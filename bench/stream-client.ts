@@ -133,12 +133,13 @@ async function main(): Promise<void> {
   let options!: StreamBenchOptions;
   const fake = await startFakeModelServer({
     defaultReply: (req: RecordedRequest) => {
-      const slowStream = req.lastUserText?.startsWith(SLOW_PREFIX) ? /stream (\d+)$/.exec(req.lastUserText)?.[1] : undefined;
+      const slow = req.lastUserText?.startsWith(SLOW_PREFIX) === true;
+      const slowStream = slow ? /stream (\d+)$/.exec(req.lastUserText!)?.[1] : undefined;
       if (slowStream !== undefined) {
         slowCallReceivedAt.set(Number(slowStream), performance.now());
         onSlowCall?.();
       }
-      return req.lastUserText?.startsWith(SLOW_PREFIX)
+      return slow
         ? { text: REPLY_TEXT, chunks: options.chunks, delayMs: options.chunkDelayMs, usage: { inputTokens: 20, outputTokens: 100 } }
         : { text: REPLY_TEXT, chunks: options.chunks, usage: { inputTokens: 20, outputTokens: 100 } };
     },

@@ -108,12 +108,19 @@ async function memory(collect: boolean): Promise<MemorySample> {
   return { rss, heapTotal, heapUsed, external, arrayBuffers };
 }
 
+/** This process's event-loop utilisation and CPU, sampled at `at`. */
+interface TimelineSample {
+  at: number;
+  elu: EventLoopUtilization;
+  cpu: NodeJS.CpuUsage;
+}
+
 /**
  * Event-loop utilisation and CPU of this process from the first timeline sample to the sample
  * nearest `windowMs` after it (samples are ~50 ms apart, later when the loop is busy).
  */
 function admissionWindow(
-  timeline: Array<{ at: number; elu: EventLoopUtilization; cpu: NodeJS.CpuUsage }>,
+  timeline: TimelineSample[],
   windowMs: number | undefined,
 ): { ms: number; elu: number; cpuMs: number } | undefined {
   const first = timeline[0];
@@ -338,7 +345,7 @@ async function main(): Promise<void> {
         loop.enable();
         const cpuAtOpen = process.cpuUsage();
         // Sampled so the admission window (known only when the child reports) can be cut out.
-        const timeline: Array<{ at: number; elu: EventLoopUtilization; cpu: NodeJS.CpuUsage }> = [];
+        const timeline: TimelineSample[] = [];
         const sampleTimeline = () => timeline.push({ at: performance.now(), elu: performance.eventLoopUtilization(), cpu: process.cpuUsage() });
         sampleTimeline();
         const timelineSampler = setInterval(sampleTimeline, 50);

@@ -1,4 +1,5 @@
 import module from 'node:module';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from './config/env.js';
 import { resolveSecretKey } from './config/secret-key.js';
 import { openServiceDatabase } from './db/open.js';
@@ -55,7 +56,7 @@ onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
 // queries (the job reconciler's, the embedding generations') run on this thread, one at a time,
 // and held back the first health checks by ~70 ms, past the 1 s start target (bench:start). A
 // stop signal meanwhile is handled above; then nothing more starts.
-await new Promise((resolve) => setTimeout(resolve, BACKGROUND_START_DELAY_MS));
+await sleep(BACKGROUND_START_DELAY_MS);
 if (!stopping) {
   try {
     // Embedded profile (or RUN_WORKER_IN_PROCESS=true): this process also runs the background

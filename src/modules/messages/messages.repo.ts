@@ -137,7 +137,6 @@ export async function insertMessage(db: DbOrTx, values: NewMessage): Promise<Mes
 /** A reply as runTurn saves it. */
 export type ReplyValues = Required<Pick<NewMessage, 'id' | 'sessionId' | 'role' | 'content' | 'parentId' | 'stopped' | 'usage' | 'aiModel' | 'sources' | 'streamId'>>;
 
-/** Inserts a message whose id is fixed in advance; a second insert of that id returns the first. */
 /** A reply's insert, once per id (a run repeated after a crash finds the saved one). */
 const insertReplyOnceStatement = preparedStatement<Record<string, unknown>>(
   (p) => sql`INSERT INTO messages (id, session_id, role, content, parent_id, stopped, usage, ai_model, sources, stream_id)
@@ -146,6 +145,7 @@ const insertReplyOnceStatement = preparedStatement<Record<string, unknown>>(
     ON CONFLICT (id) DO NOTHING RETURNING *`,
 );
 
+/** Inserts a message whose id is fixed in advance; a second insert of that id returns the first. */
 export async function insertMessageOnce(db: DbOrTx, values: ReplyValues): Promise<MessageRow> {
   const [row] = await insertReplyOnceStatement(db, {
     ...values,
