@@ -33,12 +33,10 @@ const [{ createDeps }, { buildApp }, { serveMetrics }] = await Promise.all([
 const deps = await createDeps(config, log, {}, opening);
 const app = await buildApp(deps);
 
-await app.listen({ port: config.PORT, host: config.HOST });
-// A separate /metrics listener (loopback by default), for scrapers that should not reach the API port.
-const metricsServer =
-  config.METRICS_PORT !== undefined
-    ? await serveMetrics(deps.metrics, config.METRICS_PORT, config.METRICS_HOST, config.METRICS_TOKEN)
-    : undefined;
+// Before listening: the port accepts connections (and a supervisor may stop the process) from the
+// moment it listens, and a stop signal must never meet the default handler, which kills at once.
+// eslint-disable-next-line prefer-const -- read by the stop handler, which must exist before it is set
+let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
 let stopping = false;
 onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
   stopping = true;
@@ -51,6 +49,13 @@ onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
   await deps.close();
   await tracing?.shutdown();
 });
+
+await app.listen({ port: config.PORT, host: config.HOST });
+// A separate /metrics listener (loopback by default), for scrapers that should not reach the API port.
+metricsServer =
+  config.METRICS_PORT !== undefined
+    ? await serveMetrics(deps.metrics, config.METRICS_PORT, config.METRICS_HOST, config.METRICS_TOKEN)
+    : undefined;
 
 // Background work starts just after the service has begun answering: on the embedded profile its
 // queries (the job reconciler's, the embedding generations') run on this thread, one at a time,
