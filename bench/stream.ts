@@ -28,7 +28,8 @@
  * Results are printed and appended to bench/RESULTS.md.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,6 +70,7 @@ const { values: args } = parseArgs({
     'max-pending': { type: 'string', default: process.env.BENCH_MAX_PENDING ?? '0' },
     'skip-ttfd': { type: 'boolean', default: false },
     'skip-memory': { type: 'boolean', default: false },
+    'cpu-profile': { type: 'string' },
     'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
   },
   allowPositionals: false,
@@ -106,6 +108,26 @@ async function memory(collect: boolean): Promise<MemorySample> {
   }
   const { rss, heapTotal, heapUsed, external, arrayBuffers } = process.memoryUsage();
   return { rss, heapTotal, heapUsed, external, arrayBuffers };
+}
+
+/**
+ * A V8 CPU profile of this process (the app) from now until `stop`, written where `stop` says:
+ * (b)'s burst alone, after the warm-up, which `node --cpu-prof` cannot cut out.
+ */
+async function startCpuProfile() {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 500 });
+  await session.post('Profiler.start');
+  return {
+    async stop(file: string) {
+      const { profile } = await session.post('Profiler.stop');
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+      console.log(`(b) CPU profile of the burst written to ${file}`);
+    },
+  };
 }
 
 /** This process's event-loop utilisation and CPU, sampled at `at`. */
@@ -349,9 +371,11 @@ async function main(): Promise<void> {
         const sampleTimeline = () => timeline.push({ at: performance.now(), elu: performance.eventLoopUtilization(), cpu: process.cpuUsage() });
         sampleTimeline();
         const timelineSampler = setInterval(sampleTimeline, 50);
+        const profiler = args['cpu-profile'] ? await startCpuProfile() : undefined;
         channel.send({ type: 'open' });
         const { report: opened } = await channel.next('opened', 30 * 60_000);
         clearInterval(timelineSampler);
+        if (profiler) await profiler.stop(args['cpu-profile']!);
         const rampCpu = process.cpuUsage(cpuAtOpen);
         const admission = admissionWindow(timeline, opened.admissionWindowMs);
         const rampCpuMs = (rampCpu.user + rampCpu.system) / 1000;

@@ -1,5 +1,6 @@
 import { and, eq, like } from 'drizzle-orm';
 import { sql } from 'drizzle-orm';
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, useTestApp } from '../../../test/support/app.js';
 import { createKb, docsBase, LIFTED_THROTTLES, readyTextDocument, uploadFile } from '../../../test/support/documents.js';
@@ -8,6 +9,7 @@ import { type FakeModelServer, startFakeModelServer } from '../../../test/suppor
 import { queryRows } from '../../db/client.js';
 import { creditUsage } from '../billing/billing.table.js';
 import { documentChunks } from '../documents/documents.table.js';
+import { backgroundJobs } from '../../platform/queue/jobs.table.js';
 import { chunkEmbeddings, embeddingGenerations } from './embeddings.table.js';
 
 /*
@@ -181,6 +183,37 @@ describe('changing EMBEDDING_MODEL', () => {
     await after.close();
     after = undefined;
   });
+
+  // Needs a second connection holding a lock, which PGlite (one connection) cannot do.
+  it.skipIf(!process.env.TEST_DATABASE_URL)(
+    'a process is ready once its generations agree: it does not wait for the count of chunks lacking vectors (PostgreSQL)',
+    async () => {
+      await world(t);
+      const other = new pg.Client({ connectionString: t.database.url });
+      await other.connect();
+      try {
+        // Counting the chunks that lack vectors reads every chunk: held up here as by a large table.
+        await other.query('BEGIN');
+        await other.query('LOCK TABLE document_chunks IN ACCESS EXCLUSIVE MODE');
+        after = await createTestApp({ ...env, EMBEDDING_MODEL: LARGE }, {}, { startWorker: false });
+        const ready = after.deps.services.embeddings.ready().then(() => 'ready');
+        const waited = new Promise((resolve) => setTimeout(resolve, 3_000, 'still waiting'));
+        expect(await Promise.race([ready, waited])).toBe('ready');
+        const [, large] = await generations();
+        expect(large).toMatchObject({ model: LARGE, state: 'building' });
+        const backfills = () => db().select().from(backgroundJobs).where(eq(backgroundJobs.name, 'embeddings.backfill'));
+        expect(await backfills()).toHaveLength(0);
+        // Once the count can run, the backfill is queued in the background.
+        await other.query('ROLLBACK');
+        await expect.poll(async () => (await backfills()).map((job) => job.payload), { timeout: 10_000 }).toEqual([{ generation: large!.id }]);
+      } finally {
+        await other.query('ROLLBACK').catch(() => undefined);
+        await other.end();
+        await after?.close();
+        after = undefined;
+      }
+    },
+  );
 
   it('adopts vectors made before models were recorded when the sizes agree', async () => {
     await world(t);

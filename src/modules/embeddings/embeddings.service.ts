@@ -98,12 +98,26 @@ export function createEmbeddingsService(deps: EmbeddingsServiceDeps) {
     deps.vectorIndexStorage === 'vector' && dimensions <= repo.VECTOR_INDEX_MAX_DIMENSIONS ? 'vector' : 'halfvec';
 
   let reconciled: Promise<void> | null = null;
-  /** Reconciles once per process before the generations are first used (server.ts starts it at boot). */
+  /**
+   * Reconciles once per process before the generations are first used (server.ts starts it at
+   * boot). Resolves once the generations agree with EMBEDDING_MODEL; the rest (counting the chunks
+   * that lack vectors, which reads every chunk, and deleting retired vectors) goes on in the
+   * background, so the first search or ingestion of a process never waits for it. When either
+   * part fails, the next call tries again.
+   */
   function ready(): Promise<void> {
-    reconciled ??= reconcile().catch((error: unknown) => {
-      reconciled = null;
-      throw error;
-    });
+    reconciled ??= syncGenerations().then(
+      (target) => {
+        queueMissingWork(target).catch((error: unknown) => {
+          reconciled = null;
+          log.warn({ err: error }, 'embedding backfill check or retired generation removal failed; retried at the next use');
+        });
+      },
+      (error: unknown) => {
+        reconciled = null;
+        throw error;
+      },
+    );
     return reconciled;
   }
 
@@ -190,40 +204,51 @@ export function createEmbeddingsService(deps: EmbeddingsServiceDeps) {
    * lack vectors, and retired generations left by a crash are removed.
    */
   async function reconcile(): Promise<void> {
+    await queueMissingWork(await syncGenerations());
+  }
+
+  /** The generations in line with EMBEDDING_MODEL (see reconcile); the configured model's, or null without one. */
+  async function syncGenerations(): Promise<Generation | null> {
     const spec = config.EMBEDDING_MODEL;
-    if (spec) {
-      const { entry } = modelRegistry.embeddingModel(spec);
-      const target = await db.transaction(async (tx) => {
-        await lockGenerations(tx);
-        const rows = await repo.listGenerations(tx);
-        const active = rows.find((g) => g.state === 'active');
-        const building = rows.find((g) => g.state === 'building');
-        if (active && active.model === null && active.dimensions === entry.dimensions) {
-          await repo.adoptLegacyGeneration(tx, active.id, spec);
-          active.model = spec;
-        }
-        // A building generation of another model is left alone when ours is the active one: a
-        // process of the previous configuration restarting during a rollout must not stop it.
-        if (active?.model === spec) return generationOf(active);
-        if (building?.model === spec) return generationOf(building);
-        const created = generationOf(
-          await repo.createGeneration(tx, {
-            model: spec,
-            dimensions: entry.dimensions,
-            state: active ? 'building' : 'active',
-            indexStorage: indexStorageFor(entry.dimensions),
-          }),
-        );
-        await repo.retireGenerations(tx, building ? [building.id] : []);
-        await repo.ensureHnswIndex(tx, created);
-        return created;
-      });
-      view = null;
+    if (!spec) return null;
+    const { entry } = modelRegistry.embeddingModel(spec);
+    const target = await db.transaction(async (tx) => {
+      await lockGenerations(tx);
+      const rows = await repo.listGenerations(tx);
+      const active = rows.find((g) => g.state === 'active');
+      const building = rows.find((g) => g.state === 'building');
+      if (active && active.model === null && active.dimensions === entry.dimensions) {
+        await repo.adoptLegacyGeneration(tx, active.id, spec);
+        active.model = spec;
+      }
+      // A building generation of another model is left alone when ours is the active one: a
+      // process of the previous configuration restarting during a rollout must not stop it.
+      if (active?.model === spec) return generationOf(active);
+      if (building?.model === spec) return generationOf(building);
+      const created = generationOf(
+        await repo.createGeneration(tx, {
+          model: spec,
+          dimensions: entry.dimensions,
+          state: active ? 'building' : 'active',
+          indexStorage: indexStorageFor(entry.dimensions),
+        }),
+      );
+      await repo.retireGenerations(tx, building ? [building.id] : []);
+      await repo.ensureHnswIndex(tx, created);
+      return created;
+    });
+    view = null;
+    return target;
+  }
+
+  /** Queues the target's backfill when chunks lack its vectors or it is still building; removes retired generations. */
+  async function queueMissingWork(target: Generation | null): Promise<void> {
+    if (target) {
       const lacking = await repo.countLackingVectors(db, target.id);
       const isBuilding = (await generations()).some((g) => g.id === target.id && g.state === 'building');
       if (lacking > 0 || isBuilding) {
         await enqueueBackfill(target.id, backfillJobId(target.id, lacking));
-        log.info({ generation: target.id, model: spec, lacking }, 'embedding backfill queued');
+        log.info({ generation: target.id, model: target.model, lacking }, 'embedding backfill queued');
       }
     }
     await removeRetired();
