@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawnService } from '../test/support/processes.js';
@@ -16,6 +16,17 @@ const accepts = (port: number) =>
     });
     socket.once('error', () => resolve(false));
   });
+
+/** The kernel's cap on a listen backlog (Linux), or 0 where it cannot be read. */
+function somaxconn(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim());
+  } catch {
+    return 0;
+  }
+}
+
+const BURST = 1000;
 
 describe('the server process starting up (embedded profile)', () => {
   it('a stop signal as soon as it listens ends it gracefully, and nothing starts after the stop', { timeout: 90_000 }, async () => {
@@ -37,6 +48,35 @@ describe('the server process starting up (embedded profile)', () => {
       expect(stoppedAt).toBeGreaterThanOrEqual(0);
       expect(messages.slice(stoppedAt), server.output()).not.toContain('service started');
     } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  // The kernel completes connections into the listen queue while the process does not accept
+  // them: a stopped process shows how many a burst can queue before SYNs are dropped (each
+  // dropped client retries after a second). Node's default backlog queues 512.
+  it.skipIf(somaxconn() < 1024)(`queues a burst of ${BURST} connections while its event loop is busy (listen backlog)`, { timeout: 90_000 }, async () => {
+    const port = await freePort();
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'wsai-backlog-'));
+    const server = spawnService('server', { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, SECRET_KEY: 'test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz' });
+    const sockets: Socket[] = [];
+    try {
+      await server.ready;
+      server.child.kill('SIGSTOP');
+      let connected = 0;
+      for (let i = 0; i < BURST; i++) {
+        const socket = connect(port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.once('connect', () => (connected += 1));
+        sockets.push(socket);
+      }
+      // Queued connections complete at once (the kernel answers); dropped ones wait a second for their retry.
+      await sleep(500);
+      expect(connected).toBe(BURST);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      server.child.kill('SIGCONT');
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
     }

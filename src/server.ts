@@ -6,6 +6,7 @@ import { openServiceDatabase } from './db/open.js';
 import { createLogger } from './platform/logger.js';
 import { onShutdownSignal } from './platform/shutdown.js';
 import { startTracing } from './platform/tracing.js';
+import { LISTEN_BACKLOG } from './platform/listen.js';
 
 /** How long after it listens the service starts its background work (see below). */
 const BACKGROUND_START_DELAY_MS = 250;
@@ -50,7 +51,7 @@ onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
   await tracing?.shutdown();
 });
 
-await app.listen({ port: config.PORT, host: config.HOST });
+await app.listen({ port: config.PORT, host: config.HOST, backlog: LISTEN_BACKLOG });
 // A separate /metrics listener (loopback by default), for scrapers that should not reach the API port.
 metricsServer =
   config.METRICS_PORT !== undefined
