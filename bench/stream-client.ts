@@ -13,6 +13,8 @@
  *   child → parent  opened {...}                      every stream has its first delta (or failed)
  *   parent → child  sampled {}                        memory sampled: let the streams finish
  *   child → parent  finished {...}                    every stream ended
+ *   parent → child  bareBurst {}                      memory sampled: the same burst through the bare proxy
+ *   child → parent  bareBurst {...}                   every bare stream had its first delta and ended
  * Nothing here talks to anything but 127.0.0.1, and every wait is bounded.
  */
 import { randomBytes } from 'node:crypto';
@@ -80,6 +82,18 @@ export interface FinishedReport {
   failures: string[];
 }
 
+/** (b)'s burst through the bare Fastify proxy: the floor of admitting that many streams here. */
+export interface BareBurstReport {
+  /** ms from the first request to the moment every stream had its first delta (or had failed). */
+  rampMs: number;
+  admissionWindowMs?: number;
+  clientCpuMsDuringAdmission?: number;
+  /** Per stream: the fake's own first chunk (received + chunk delay) → the first delta. */
+  afterModelFirstChunkMs: number[];
+  failed: number;
+  failures: string[];
+}
+
 export type ChildMessage =
   | { type: 'fake'; env: Record<string, string> }
   | { type: 'warmed' }
@@ -87,13 +101,15 @@ export type ChildMessage =
   | { type: 'ttfd'; samples: TtfdSample[] }
   | { type: 'opened'; report: OpenedReport }
   | { type: 'finished'; report: FinishedReport }
+  | { type: 'bareBurst'; report: BareBurstReport }
   | { type: 'error'; message: string };
 
 export type ParentMessage =
   | { type: 'start'; appUrl: string; bareUrl: string; options: StreamBenchOptions }
   | { type: 'analyzed' }
   | { type: 'open' }
-  | { type: 'sampled' };
+  | { type: 'sampled' }
+  | { type: 'bareBurst' };
 
 /** The reply the fake gives; ~100 words, split into `chunks` deltas. */
 const REPLY_TEXT = Array.from(
@@ -102,6 +118,8 @@ const REPLY_TEXT = Array.from(
 ).join(' ');
 /** User messages starting with this get the slow reply (phase b). */
 const SLOW_PREFIX = 'slow:';
+/** The bare proxy's burst: slow replies too (same first-chunk delay), but of two chunks, so it ends soon. */
+const BARE_BURST_PREFIX = `${SLOW_PREFIX} bare:`;
 /** When the fake received the model call of (b)'s stream i (its text ends with `stream i`). */
 const slowCallReceivedAt = new Map<number, number>();
 let onSlowCall: (() => void) | undefined;
@@ -139,8 +157,9 @@ async function main(): Promise<void> {
         slowCallReceivedAt.set(Number(slowStream), performance.now());
         onSlowCall?.();
       }
+      const chunks = req.lastUserText?.startsWith(BARE_BURST_PREFIX) ? 2 : options.chunks;
       return slow
-        ? { text: REPLY_TEXT, chunks: options.chunks, delayMs: options.chunkDelayMs, usage: { inputTokens: 20, outputTokens: 100 } }
+        ? { text: REPLY_TEXT, chunks, delayMs: options.chunkDelayMs, usage: { inputTokens: 20, outputTokens: 100 } }
         : { text: REPLY_TEXT, chunks: options.chunks, usage: { inputTokens: 20, outputTokens: 100 } };
     },
   });
@@ -155,7 +174,11 @@ async function main(): Promise<void> {
     options = start.options;
     const api = createApi(start.appUrl, agent);
     if (!options.skipTtfd) await send({ type: 'ttfd', samples: await ttfdPhase(api, fake.url, start.bareUrl, agent) });
-    if (!options.skipMemory) await memoryPhase(api);
+    if (!options.skipMemory) {
+      await memoryPhase(api);
+      await nextMessage('bareBurst', 600_000);
+      await send({ type: 'bareBurst', report: await bareBurstPhase(start.bareUrl, agent) });
+    }
   } finally {
     clearInterval(trim);
     await agent.close();
@@ -215,15 +238,7 @@ async function main(): Promise<void> {
     const expectedMs = options.chunks * options.chunkDelayMs;
     process.stdout.write(`(b) opening ${options.streams} concurrent streams (${options.chunks} chunks, ${options.chunkDelayMs} ms apart: ~${(expectedMs / 1000).toFixed(0)} s each)...\n`);
     const t0 = performance.now();
-    const cpuAtStart = process.cpuUsage();
-    let admissionWindowMs: number | undefined;
-    let clientCpuMsDuringAdmission: number | undefined;
-    onSlowCall = () => {
-      if (admissionWindowMs !== undefined || slowCallReceivedAt.size < options.streams) return;
-      admissionWindowMs = performance.now() - t0;
-      const cpu = process.cpuUsage(cpuAtStart);
-      clientCpuMsDuringAdmission = (cpu.user + cpu.system) / 1000;
-    };
+    const window = watchAdmissionWindow(t0);
     let opened = 0;
     let settled = 0;
     let failed = 0;
@@ -311,6 +326,7 @@ async function main(): Promise<void> {
     const timedOut = await Promise.race([allOpen.then(() => false), sleep(openTimeout).then(() => true)]);
     const rampMs = (allOpenAt ?? performance.now()) - t0;
     const sampled = nextMessage('sampled', 600_000);
+    const { admissionWindowMs, clientCpuMsDuringAdmission } = window;
     await send({ type: 'opened', report: { rampMs, firstDeltaMs, admissionMs, afterModelFirstChunkMs, admissionWindowMs, clientCpuMsDuringAdmission, opened, finishedBeforeAllOpen, failed, timedOut } });
     await sampled;
     process.stdout.write(`(b) all opened after ${(rampMs / 1000).toFixed(1)} s; waiting for the streams to finish...\n`);
@@ -329,6 +345,52 @@ async function main(): Promise<void> {
         failures,
       },
     });
+  }
+
+  // --- (b) the same burst through the bare Fastify proxy: the floor --------------------------
+
+  async function bareBurstPhase(bareUrl: string, dispatcher: Agent): Promise<BareBurstReport> {
+    process.stdout.write(`(b) the same ${options.streams} streams through the bare Fastify proxy (2 chunks each)...\n`);
+    slowCallReceivedAt.clear();
+    const t0 = performance.now();
+    const window = watchAdmissionWindow(t0);
+    const afterModelFirstChunkMs: number[] = [];
+    const failures: string[] = [];
+    let lastFirstDelta = 0;
+    let failed = 0;
+    await Promise.all(
+      Array.from({ length: options.streams }, async (_, i) => {
+        const begin = performance.now();
+        try {
+          const first = await bareOnce(bareUrl, dispatcher, `${BARE_BURST_PREFIX} stream ${i}`);
+          const at = begin + first;
+          lastFirstDelta = Math.max(lastFirstDelta, at - t0);
+          const received = slowCallReceivedAt.get(i);
+          if (received !== undefined) afterModelFirstChunkMs.push(at - (received + options.chunkDelayMs));
+        } catch (error) {
+          failed += 1;
+          if (failures.length < 5) failures.push(String(error));
+        }
+      }),
+    );
+    const { admissionWindowMs, clientCpuMsDuringAdmission } = window;
+    return { rampMs: lastFirstDelta, admissionWindowMs, clientCpuMsDuringAdmission, afterModelFirstChunkMs, failed, failures };
+  }
+
+  /**
+   * From `t0`: when the fake has received every stream's model call (the admission window) and
+   * the CPU this process (clients and fake) used until then; both stay undefined until it has.
+   */
+  function watchAdmissionWindow(t0: number) {
+    const cpuAtStart = process.cpuUsage();
+    const window: { admissionWindowMs?: number; clientCpuMsDuringAdmission?: number } = {};
+    onSlowCall = () => {
+      if (window.admissionWindowMs !== undefined || slowCallReceivedAt.size < options.streams) return;
+      window.admissionWindowMs = performance.now() - t0;
+      const cpu = process.cpuUsage(cpuAtStart);
+      window.clientCpuMsDuringAdmission = (cpu.user + cpu.system) / 1000;
+    };
+    return window;
   }
 }
 

@@ -41,8 +41,9 @@ import Fastify from 'fastify';
 import { request } from 'undici';
 import { buildApp } from '../src/app.js';
 import { createDeps } from '../src/deps.js';
+import { LISTEN_BACKLOG } from '../src/platform/listen.js';
 import { createLogger } from '../src/platform/logger.js';
-import type { ChildMessage, FinishedReport, OpenedReport, ParentMessage, StreamBenchOptions, TtfdSample } from './stream-client.js';
+import type { BareBurstReport, ChildMessage, FinishedReport, OpenedReport, ParentMessage, StreamBenchOptions, TtfdSample } from './stream-client.js';
 import {
   appendResults,
   ascending,
@@ -135,6 +136,20 @@ interface TimelineSample {
   at: number;
   elu: EventLoopUtilization;
   cpu: NodeJS.CpuUsage;
+}
+
+/** Samples this process's event-loop utilisation and CPU every 50 ms until `stop`. */
+function startTimeline() {
+  const timeline: TimelineSample[] = [];
+  const sample = () => timeline.push({ at: performance.now(), elu: performance.eventLoopUtilization(), cpu: process.cpuUsage() });
+  sample();
+  const sampler = setInterval(sample, 50);
+  return {
+    stop() {
+      clearInterval(sampler);
+      return timeline;
+    },
+  };
 }
 
 /**
@@ -238,10 +253,24 @@ async function startBareProxy(openaiBaseUrl: string, apiKey: string) {
     const cpu = process.cpuUsage(cpuAtStart);
     cpuMicros += cpu.user + cpu.system;
   });
-  await bare.listen({ host: '127.0.0.1', port: 0 });
+  await bare.listen({ host: '127.0.0.1', port: 0, backlog: LISTEN_BACKLOG });
   const address = bare.server.address();
   if (!address || typeof address === 'string') throw new Error('bare proxy has no TCP address');
   return { close: () => bare.close(), url: `http://127.0.0.1:${address.port}/bare/stream`, cpuMs: () => cpuMicros / 1000 };
+}
+
+/** (b)'s comparison: the same burst through the bare Fastify proxy of (a). */
+function floorLine(burst: BareBurstReport, cut: { ms: number; elu: number; cpuMs: number } | undefined): string {
+  const afterModel = ascending(burst.afterModelFirstChunkMs);
+  return (
+    `- floor, the same ${options.streams} streams sent at once through the bare Fastify proxy of (a) (this process, no auth, database or AI SDK; ` +
+    `replies of 2 chunks, same first-chunk delay): all had their first delta ${fmt(burst.rampMs / 1000, 1)} s after the first request; ` +
+    `admission window ${fmt((burst.admissionWindowMs ?? 0) / 1000, 2)} s` +
+    (cut ? `, this process busy ${fmt(cut.elu * 100, 0)} % of it, ${fmt(cut.cpuMs / options.streams, 2)} ms CPU per admission` : '') +
+    `; clients and fake ${fmt((burst.clientCpuMsDuringAdmission ?? 0) / 1000, 2)} s CPU; fake's own first chunk → first delta ` +
+    `p99 ${fmt(percentile(afterModel, 99), 1)} ms; failed: ${burst.failed}` +
+    (burst.failures.length ? ` (${burst.failures.map((f) => `\`${f.replace(/\s+/g, ' ')}\``).join('; ')})` : '')
+  );
 }
 
 const row = (cells: Array<string | number>) => `| ${cells.join(' | ')} |`;
@@ -309,7 +338,7 @@ async function main(): Promise<void> {
     process.stdout.write(`starting the app on ${database} (migrations run on start-up)...\n`);
     deps = await createDeps(config, createLogger('silent'));
     app = await buildApp(deps);
-    await app.listen({ host: '127.0.0.1', port: 0 });
+    await app.listen({ host: '127.0.0.1', port: 0, backlog: LISTEN_BACKLOG });
     const address = app.server.address();
     if (!address || typeof address === 'string') throw new Error('server has no TCP address');
     const cpuAtStart = process.cpuUsage();
@@ -349,6 +378,8 @@ async function main(): Promise<void> {
           rampCpuMs: number;
           admission?: { ms: number; elu: number; cpuMs: number };
           overflows?: number;
+          bareBurst: BareBurstReport;
+          bareAdmission?: { ms: number; elu: number; cpuMs: number };
         }
       | undefined;
     if (!options.skipMemory) {
@@ -367,17 +398,14 @@ async function main(): Promise<void> {
         loop.enable();
         const cpuAtOpen = process.cpuUsage();
         // Sampled so the admission window (known only when the child reports) can be cut out.
-        const timeline: TimelineSample[] = [];
-        const sampleTimeline = () => timeline.push({ at: performance.now(), elu: performance.eventLoopUtilization(), cpu: process.cpuUsage() });
-        sampleTimeline();
-        const timelineSampler = setInterval(sampleTimeline, 50);
+        const timeline = startTimeline();
         const profiler = args['cpu-profile'] ? await startCpuProfile() : undefined;
         channel.send({ type: 'open' });
         const { report: opened } = await channel.next('opened', 30 * 60_000);
-        clearInterval(timelineSampler);
+        const timelineSamples = timeline.stop();
         if (profiler) await profiler.stop(args['cpu-profile']!);
         const rampCpu = process.cpuUsage(cpuAtOpen);
-        const admission = admissionWindow(timeline, opened.admissionWindowMs);
+        const admission = admissionWindow(timelineSamples, opened.admissionWindowMs);
         const rampCpuMs = (rampCpu.user + rampCpu.system) / 1000;
         loop.disable();
         const overflowsAfter = listenOverflows();
@@ -389,8 +417,13 @@ async function main(): Promise<void> {
         const { report: finished } = await channel.next('finished', 30 * 60_000);
         clearInterval(sampler);
         const after = await memory(true);
+        // The floor: the same burst through the bare proxy (this process; the app idles meanwhile).
+        const bareTimeline = startTimeline();
+        channel.send({ type: 'bareBurst' });
+        const { report: bareBurst } = await channel.next('bareBurst', 30 * 60_000);
+        const bareAdmission = admissionWindow(bareTimeline.stop(), bareBurst.admissionWindowMs);
         const overflows = overflowsBefore !== undefined && overflowsAfter !== undefined ? overflowsAfter - overflowsBefore : undefined;
-        mem = { baseline, openRaw, openGc, peak, after, opened, finished, loadAtOpen, loopDelay, rampCpuMs, overflows, admission };
+        mem = { baseline, openRaw, openGc, peak, after, opened, finished, loadAtOpen, loopDelay, rampCpuMs, overflows, admission, bareBurst, bareAdmission };
       } finally {
         clearInterval(sampler);
       }
@@ -431,7 +464,7 @@ async function main(): Promise<void> {
       );
     }
     if (mem) {
-      const { baseline, openRaw, openGc, peak, after, opened, finished, loopDelay, rampCpuMs, overflows, admission: admissionCut } = mem;
+      const { baseline, openRaw, openGc, peak, after, opened, finished, loopDelay, rampCpuMs, overflows, admission: admissionCut, bareBurst, bareAdmission } = mem;
       const perStream: MemorySample = {
         rss: (openGc.rss - baseline.rss) / options.streams,
         heapUsed: (openGc.heapUsed - baseline.heapUsed) / options.streams,
@@ -476,6 +509,7 @@ async function main(): Promise<void> {
                 `${fmt((opened.clientCpuMsDuringAdmission ?? 0) / 1000, 2)} s CPU`,
             ]
           : []),
+        floorLine(bareBurst, bareAdmission),
         `- app event loop during the ramp: delay p50 ${fmt(loopDelay.p50, 0)} ms, p99 ${fmt(loopDelay.p99, 0)} ms, max ${fmt(loopDelay.max, 0)} ms` +
           (overflows !== undefined ? `; listen-queue overflows (kernel ListenOverflows, system-wide) during the ramp: ${fmt(overflows)}` : '') +
           `; app CPU (user + system) during the ramp ${fmt(rampCpuMs / 1000, 1)} s, ${fmt(rampCpuMs / options.streams, 2)} ms per stream`,

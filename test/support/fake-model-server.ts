@@ -229,7 +229,9 @@ export async function startFakeModelServer(options: FakeModelServerOptions = {})
     }
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // A provider takes a burst of calls (bench:stream opens 1,000 at once through the bare proxy);
+  // Node's default backlog of 511 would drop SYNs past it and delay those calls by a second.
+  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   return {
