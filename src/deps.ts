@@ -377,6 +377,8 @@ export async function createDeps(config: Config, log: Logger, overrides: DepsOve
     async close() {
       // The queue first: running jobs finish while the database, storage and mail they use are open.
       const owned = (name: keyof Infrastructure) => !overrides[name];
+      // The embedding generations' background check queues a job and reads the database.
+      await deps.services.embeddings.settled();
       // Stops the reconciler and heartbeat; closes the queue (running jobs finish) unless a test brought it.
       await jobs.close({ closeQueue: owned('queue') });
       await accessCache.close();

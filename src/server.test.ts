@@ -61,6 +61,9 @@ describe('the server process starting up (embedded profile)', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'wsai-backlog-'));
     const server = spawnService('server', { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, SECRET_KEY: 'test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz' });
     const sockets: Socket[] = [];
+    // A stopped process ignores SIGTERM: should this test runner die first, it must not stay stopped.
+    const killServer = () => server.child.kill('SIGKILL');
+    process.once('exit', killServer);
     try {
       await server.ready;
       server.child.kill('SIGSTOP');
@@ -72,11 +75,13 @@ describe('the server process starting up (embedded profile)', () => {
         sockets.push(socket);
       }
       // Queued connections complete at once (the kernel answers); dropped ones wait a second for their retry.
-      await sleep(500);
+      const deadline = performance.now() + 900;
+      while (connected < BURST && performance.now() < deadline) await sleep(10);
       expect(connected).toBe(BURST);
     } finally {
       for (const socket of sockets) socket.destroy();
       server.child.kill('SIGCONT');
+      process.off('exit', killServer);
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
     }

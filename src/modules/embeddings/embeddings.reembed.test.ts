@@ -189,13 +189,13 @@ describe('changing EMBEDDING_MODEL', () => {
     'a process is ready once its generations agree: it does not wait for the count of chunks lacking vectors (PostgreSQL)',
     async () => {
       await world(t);
+      after = await createTestApp({ ...env, EMBEDDING_MODEL: LARGE }, {}, { startWorker: false });
       const other = new pg.Client({ connectionString: t.database.url });
       await other.connect();
       try {
         // Counting the chunks that lack vectors reads every chunk: held up here as by a large table.
         await other.query('BEGIN');
         await other.query('LOCK TABLE document_chunks IN ACCESS EXCLUSIVE MODE');
-        after = await createTestApp({ ...env, EMBEDDING_MODEL: LARGE }, {}, { startWorker: false });
         const ready = after.deps.services.embeddings.ready().then(() => 'ready');
         const waited = new Promise((resolve) => setTimeout(resolve, 3_000, 'still waiting'));
         expect(await Promise.race([ready, waited])).toBe('ready');

@@ -20,6 +20,8 @@ const EMBED_BATCH = 96;
 const GENERATIONS_TTL_MS = 2_000;
 /** A backfill run works this long, then continues in a new job (resumable: progress is the data). */
 const BACKFILL_SLICE_MS = 5 * 60_000;
+/** How long after a failed backfill check (count, queueing, removal of retired vectors) it is tried again. */
+const BACKGROUND_RETRY_MS = 60_000;
 
 /** Why an embedding call produced no vectors (the caller chooses the user's message). */
 export class EmbeddingError extends Error {
@@ -97,28 +99,45 @@ export function createEmbeddingsService(deps: EmbeddingsServiceDeps) {
   const indexStorageFor = (dimensions: number): VectorIndexStorage =>
     deps.vectorIndexStorage === 'vector' && dimensions <= repo.VECTOR_INDEX_MAX_DIMENSIONS ? 'vector' : 'halfvec';
 
-  let reconciled: Promise<void> | null = null;
+  /** This process's reconciliation of the generations (see ready); null until it has succeeded or while retrying. */
+  let synced: Promise<Generation | null> | null = null;
+  /** The background part (see ready) while it runs; done once it has succeeded; not retried before `retryAt`. */
+  let background: Promise<void> | null = null;
+  let backgroundDone = false;
+  let backgroundRetryAt = 0;
+
   /**
-   * Reconciles once per process before the generations are first used (server.ts starts it at
-   * boot). Resolves once the generations agree with EMBEDDING_MODEL; the rest (counting the chunks
-   * that lack vectors, which reads every chunk, and deleting retired vectors) goes on in the
-   * background, so the first search or ingestion of a process never waits for it. When either
-   * part fails, the next call tries again.
+   * Brings the generations in line with EMBEDDING_MODEL once per process (server.ts starts it at
+   * boot; every search and ingestion awaits it). It resolves once the generations agree; the
+   * rest (counting the chunks that lack vectors, which reads every chunk, queueing the backfill,
+   * removing retired vectors) goes on in the background, so on PostgreSQL the first search
+   * after a restart does not wait for it (PGlite runs one statement at a time: there it only
+   * comes first). A failed sync is tried again at the next call; a failed background part at the
+   * first call a minute later.
    */
-  function ready(): Promise<void> {
-    reconciled ??= syncGenerations().then(
-      (target) => {
-        queueMissingWork(target).catch((error: unknown) => {
-          reconciled = null;
-          log.warn({ err: error }, 'embedding backfill check or retired generation removal failed; retried at the next use');
-        });
+  async function ready(): Promise<void> {
+    if (!synced) {
+      const attempt = syncGenerations();
+      synced = attempt;
+      attempt.catch(() => {
+        if (synced === attempt) synced = null;
+      });
+    }
+    const target = await synced;
+    if (backgroundDone || background || Date.now() < backgroundRetryAt) return;
+    const run = queueMissingWork(target).then(
+      () => {
+        backgroundDone = true;
       },
       (error: unknown) => {
-        reconciled = null;
-        throw error;
+        backgroundRetryAt = Date.now() + BACKGROUND_RETRY_MS;
+        log.warn({ err: error }, 'embedding backfill check or retired generation removal failed; tried again in a minute');
       },
     );
-    return reconciled;
+    background = run;
+    void run.finally(() => {
+      if (background === run) background = null;
+    });
   }
 
   /** The generation search reads: the active one, when its model is known. */
@@ -197,17 +216,12 @@ export function createEmbeddingsService(deps: EmbeddingsServiceDeps) {
   const lockGenerations = (tx: DbOrTx) => tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext('embedding_generations'))`);
 
   /**
-   * Brings the generations in line with EMBEDDING_MODEL (at start; safe in every process at once):
-   * legacy vectors of the same size are adopted as the model's; a new model gets a generation
-   * (active at once when there is none to search, otherwise building) and its index, and a
-   * building generation of another model is retired. Then the backfill is queued when chunks
-   * lack vectors, and retired generations left by a crash are removed.
+   * Brings the generations in line with EMBEDDING_MODEL (safe in every process at once): legacy
+   * vectors of the same size are adopted as the model's; a new model gets a generation (active at
+   * once when there is none to search, otherwise building) and its index, and a building
+   * generation of another model is retired. Returns the configured model's generation (null
+   * without one).
    */
-  async function reconcile(): Promise<void> {
-    await queueMissingWork(await syncGenerations());
-  }
-
-  /** The generations in line with EMBEDDING_MODEL (see reconcile); the configured model's, or null without one. */
   async function syncGenerations(): Promise<Generation | null> {
     const spec = config.EMBEDDING_MODEL;
     if (!spec) return null;
@@ -343,14 +357,19 @@ export function createEmbeddingsService(deps: EmbeddingsServiceDeps) {
     queryVector,
     /** Stores a generation's vectors of chunks (inside the caller's transaction when it has one). */
     store: (tx: DbOrTx, generation: number, rows: Array<{ chunkId: string; vector: number[] }>) => repo.storeVectors(tx, generation, rows),
-    /** Brings the generations in line with EMBEDDING_MODEL once per process (idempotent; see reconcile). */
+    /** Brings the generations in line with EMBEDDING_MODEL once per process (see ready). */
     ready,
-    reconcile,
+    /** Waits for the background part of `ready` (deps.close(): nothing of it runs on after the database closes). */
+    async settled(): Promise<void> {
+      await background;
+    },
     backfill,
     /** Drops this process's view of the generations (tests, after emptying the tables). */
     forget() {
       view = null;
-      reconciled = null;
+      synced = null;
+      backgroundDone = false;
+      backgroundRetryAt = 0;
     },
   };
 }
