@@ -54,7 +54,7 @@ export interface OpenedReport {
   firstDeltaMs: number[];
   /**
    * Per stream: ms from its request to the fake receiving its model call (the service's admission),
-   * and from the fake's own first text chunk (received + chunk delay) to the first delta (the
+   * and from the moment the fake wrote its first text chunk to the first delta (the
    * service's added lag on the way back).
    */
   admissionMs: number[];
@@ -88,7 +88,7 @@ export interface BareBurstReport {
   rampMs: number;
   admissionWindowMs?: number;
   clientCpuMsDuringAdmission?: number;
-  /** Per stream: the fake's own first chunk (received + chunk delay) → the first delta. */
+  /** Per stream: the fake writing its first text chunk → the first delta. */
   afterModelFirstChunkMs: number[];
   failed: number;
   failures: string[];
@@ -122,6 +122,8 @@ const SLOW_PREFIX = 'slow:';
 const BARE_BURST_PREFIX = `${SLOW_PREFIX} bare:`;
 /** When the fake received the model call of (b)'s stream i (its text ends with `stream i`). */
 const slowCallReceivedAt = new Map<number, number>();
+/** When the fake wrote the first text chunk of (b)'s stream i. */
+const slowFirstChunkWrittenAt = new Map<number, number>();
 let onSlowCall: (() => void) | undefined;
 
 function send(message: ChildMessage): Promise<void> {
@@ -158,8 +160,9 @@ async function main(): Promise<void> {
         onSlowCall?.();
       }
       const chunks = req.lastUserText?.startsWith(BARE_BURST_PREFIX) ? 2 : options.chunks;
+      const onFirstChunkWritten = () => slowFirstChunkWrittenAt.set(Number(slowStream), performance.now());
       return slow
-        ? { text: REPLY_TEXT, chunks, delayMs: options.chunkDelayMs, usage: { inputTokens: 20, outputTokens: 100 } }
+        ? { text: REPLY_TEXT, chunks, delayMs: options.chunkDelayMs, onFirstChunkWritten, usage: { inputTokens: 20, outputTokens: 100 } }
         : { text: REPLY_TEXT, chunks: options.chunks, usage: { inputTokens: 20, outputTokens: 100 } };
     },
   });
@@ -175,8 +178,10 @@ async function main(): Promise<void> {
     const api = createApi(start.appUrl, agent);
     if (!options.skipTtfd) await send({ type: 'ttfd', samples: await ttfdPhase(api, fake.url, start.bareUrl, agent) });
     if (!options.skipMemory) {
+      // Listened for before (b) reports `finished`, which the parent answers with it.
+      const bareBurst = nextMessage('bareBurst', 30 * 60_000);
       await memoryPhase(api);
-      await nextMessage('bareBurst', 600_000);
+      await bareBurst;
       await send({ type: 'bareBurst', report: await bareBurstPhase(start.bareUrl, agent) });
     }
   } finally {
@@ -288,9 +293,10 @@ async function main(): Promise<void> {
           const now = performance.now();
           firstDeltaMs.push(now - t0);
           const received = slowCallReceivedAt.get(i);
-          if (received !== undefined) {
+          const written = slowFirstChunkWrittenAt.get(i);
+          if (received !== undefined && written !== undefined) {
             admissionMs.push(received - begin);
-            afterModelFirstChunkMs.push(now - (received + options.chunkDelayMs));
+            afterModelFirstChunkMs.push(now - written);
           }
           checkOpen();
         });
@@ -352,6 +358,7 @@ async function main(): Promise<void> {
   async function bareBurstPhase(bareUrl: string, dispatcher: Agent): Promise<BareBurstReport> {
     process.stdout.write(`(b) the same ${options.streams} streams through the bare Fastify proxy (2 chunks each)...\n`);
     slowCallReceivedAt.clear();
+    slowFirstChunkWrittenAt.clear();
     const t0 = performance.now();
     const window = watchAdmissionWindow(t0);
     const afterModelFirstChunkMs: number[] = [];
@@ -365,9 +372,11 @@ async function main(): Promise<void> {
           const first = await bareOnce(bareUrl, dispatcher, `${BARE_BURST_PREFIX} stream ${i}`);
           const at = begin + first;
           lastFirstDelta = Math.max(lastFirstDelta, at - t0);
-          const received = slowCallReceivedAt.get(i);
-          if (received !== undefined) afterModelFirstChunkMs.push(at - (received + options.chunkDelayMs));
+          const written = slowFirstChunkWrittenAt.get(i);
+          if (written !== undefined) afterModelFirstChunkMs.push(at - written);
         } catch (error) {
+          // As for the app's streams: the ramp ends when every stream has its first delta or has failed.
+          lastFirstDelta = Math.max(lastFirstDelta, performance.now() - t0);
           failed += 1;
           if (failures.length < 5) failures.push(String(error));
         }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LISTEN_BACKLOG } from '../../src/platform/listen.js';
 
 /*
  * A real HTTP server that speaks just enough of the OpenAI (Chat Completions, embeddings, audio
@@ -81,6 +82,8 @@ export interface ChatReply {
   finishReason?: string;
   /** Delay before each streamed chunk (and before a non-streamed reply), in ms. */
   delayMs?: number;
+  /** Streaming: called once the first text chunk has been written (benchmarks time the service's lag from it). */
+  onFirstChunkWritten?: () => void;
   /** Streaming: fail after this many text chunks (0 = before any text). */
   failAfterChunks?: number;
   /** How to fail: cut the connection (default) or send the API's in-stream error event. */
@@ -231,7 +234,7 @@ export async function startFakeModelServer(options: FakeModelServerOptions = {})
 
   // A provider takes a burst of calls (bench:stream opens 1,000 at once through the bare proxy);
   // Node's default backlog of 511 would drop SYNs past it and delay those calls by a second.
-  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
+  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: LISTEN_BACKLOG }, resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   return {
@@ -320,6 +323,7 @@ interface ReplyPlan {
   usage: FakeUsage;
   finishReason?: string;
   delayMs: number;
+  onFirstChunkWritten?: () => void;
   failAfterChunks?: number;
   failMode: 'destroy' | 'error-event';
   status?: number;
@@ -345,6 +349,7 @@ function planReply(reply: ChatReply, request: RecordedRequest): ReplyPlan {
     },
     finishReason: reply.finishReason,
     delayMs: reply.delayMs ?? 0,
+    onFirstChunkWritten: reply.onFirstChunkWritten,
     failAfterChunks: reply.failAfterChunks,
     failMode: reply.failMode ?? 'destroy',
     status: reply.status,
@@ -625,7 +630,13 @@ async function streamEvents(ctx: ReplyContext, events: SseEvent[], plan: ReplyPl
     }
     if (res.destroyed) return;
     res.write(frame(event));
-    if (event.content) sent += 1;
+    if (event.content && ++sent === 1) {
+      try {
+        plan.onFirstChunkWritten?.();
+      } catch {
+        // An observer's failure must not cut the reply.
+      }
+    }
   }
   res.end();
 }
