@@ -13,8 +13,9 @@
  *   child → parent  opened {...}                      every stream has its first delta (or failed)
  *   parent → child  sampled {}                        memory sampled: let the streams finish
  *   child → parent  finished {...}                    every stream ended
- *   parent → child  bareBurst {}                      memory sampled: the same burst through the bare proxy
- *   child → parent  bareBurst {...}                   every bare stream had its first delta and ended
+ *   parent → child  bareBurst {target}                memory sampled: the same burst through the bare
+ *                                                     proxy (target bare), then with the AI SDK (sdk)
+ *   child → parent  bareBurst {...}                   every such stream had its first delta and ended
  * Nothing here talks to anything but 127.0.0.1, and every wait is bounded.
  */
 import { randomBytes } from 'node:crypto';
@@ -105,11 +106,11 @@ export type ChildMessage =
   | { type: 'error'; message: string };
 
 export type ParentMessage =
-  | { type: 'start'; appUrl: string; bareUrl: string; options: StreamBenchOptions }
+  | { type: 'start'; appUrl: string; bareUrl: string; bareSdkUrl: string; options: StreamBenchOptions }
   | { type: 'analyzed' }
   | { type: 'open' }
   | { type: 'sampled' }
-  | { type: 'bareBurst' };
+  | { type: 'bareBurst'; target: 'bare' | 'sdk' };
 
 /** The reply the fake gives; ~100 words, split into `chunks` deltas. */
 const REPLY_TEXT = Array.from(
@@ -178,11 +179,16 @@ async function main(): Promise<void> {
     const api = createApi(start.appUrl, agent);
     if (!options.skipTtfd) await send({ type: 'ttfd', samples: await ttfdPhase(api, fake.url, start.bareUrl, agent) });
     if (!options.skipMemory) {
-      // Listened for before (b) reports `finished`, which the parent answers with it.
-      const bareBurst = nextMessage('bareBurst', 30 * 60_000);
+      // Each request is listened for before the message it answers (`finished`, then the previous report).
+      let requested = nextMessage('bareBurst', 30 * 60_000);
       await memoryPhase(api);
-      await bareBurst;
-      await send({ type: 'bareBurst', report: await bareBurstPhase(start.bareUrl, agent) });
+      const floorUrls = [start.bareUrl, start.bareSdkUrl];
+      for (const [index, url] of floorUrls.entries()) {
+        await requested;
+        const report = await bareBurstPhase(url, agent);
+        if (index + 1 < floorUrls.length) requested = nextMessage('bareBurst', 30 * 60_000);
+        await send({ type: 'bareBurst', report });
+      }
     }
   } finally {
     clearInterval(trim);
@@ -356,7 +362,7 @@ async function main(): Promise<void> {
   // --- (b) the same burst through the bare Fastify proxy: the floor --------------------------
 
   async function bareBurstPhase(bareUrl: string, dispatcher: Agent): Promise<BareBurstReport> {
-    process.stdout.write(`(b) the same ${options.streams} streams through the bare Fastify proxy (2 chunks each)...\n`);
+    process.stdout.write(`(b) the same ${options.streams} streams through the bare Fastify proxy (${bareUrl}; 2 chunks each)...\n`);
     slowCallReceivedAt.clear();
     slowFirstChunkWrittenAt.clear();
     const t0 = performance.now();

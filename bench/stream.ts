@@ -39,10 +39,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import Fastify from 'fastify';
 import { request } from 'undici';
+import { createOpenAI } from '@ai-sdk/openai';
 import { buildApp } from '../src/app.js';
 import { createDeps } from '../src/deps.js';
 import { LISTEN_BACKLOG } from '../src/platform/listen.js';
 import { createLogger } from '../src/platform/logger.js';
+import { streamPlainText } from '../src/modules/agents/model-stream.js';
+import { providerFetch } from '../src/modules/models/provider-fetch.js';
 import type { BareBurstReport, ChildMessage, FinishedReport, OpenedReport, ParentMessage, StreamBenchOptions, TtfdSample } from './stream-client.js';
 import {
   appendResults,
@@ -220,6 +223,8 @@ function childChannel(child: ChildProcess) {
 /**
  * The bare Fastify proxy of phase (a): POST {content} opens an event stream, posts the streaming
  * completion to the fake (one user message) and forwards each content chunk as `event: delta`.
+ * A second route, used by (b)'s floors only, makes the same call through the app's provider path
+ * (the AI SDK's OpenAI client over providerFetch, read by streamPlainText): what the SDK adds.
  */
 async function startBareProxy(openaiBaseUrl: string, apiKey: string) {
   const bare = Fastify({ logger: false });
@@ -254,17 +259,35 @@ async function startBareProxy(openaiBaseUrl: string, apiKey: string) {
     const cpu = process.cpuUsage(cpuAtStart);
     cpuMicros += cpu.user + cpu.system;
   });
+  const model = createOpenAI({ baseURL: openaiBaseUrl, apiKey, fetch: providerFetch }).chat('gpt-4.1-mini');
+  bare.post('/bare/sdk-stream', async (req, reply) => {
+    const { content } = req.body as { content: string };
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    raw.flushHeaders();
+    await streamPlainText({
+      model,
+      system: undefined,
+      messages: [{ role: 'user', content }],
+      call: { settings: { maxOutputTokens: 4096 }, providerOptions: {}, dropped: [] },
+      abortSignal: new AbortController().signal,
+      onText: (text) => raw.write(`event: delta\ndata: ${JSON.stringify({ text })}\n\n`),
+    });
+    raw.end('event: done\ndata: {}\n\n');
+  });
   await bare.listen({ host: '127.0.0.1', port: 0, backlog: LISTEN_BACKLOG });
   const address = bare.server.address();
   if (!address || typeof address === 'string') throw new Error('bare proxy has no TCP address');
-  return { close: () => bare.close(), url: `http://127.0.0.1:${address.port}/bare/stream`, cpuMs: () => cpuMicros / 1000 };
+  const base = `http://127.0.0.1:${address.port}`;
+  return { close: () => bare.close(), url: `${base}/bare/stream`, sdkUrl: `${base}/bare/sdk-stream`, cpuMs: () => cpuMicros / 1000 };
 }
 
-/** (b)'s comparison: the same burst through the bare Fastify proxy of (a). */
-function floorLine(burst: BareBurstReport, cut: { ms: number; elu: number; cpuMs: number } | undefined): string {
+/** (b)'s comparisons: the same burst through the bare Fastify proxy of (a), without and with the AI SDK. */
+function floorLine(label: string, through: string, burst: BareBurstReport, cut: { ms: number; elu: number; cpuMs: number } | undefined): string {
   const afterModel = ascending(burst.afterModelFirstChunkMs);
   return (
-    `- floor, the same ${options.streams} streams sent at once through the bare Fastify proxy of (a) (this process, no auth, database or AI SDK; ` +
+    `- ${label} ${options.streams} streams sent at once through the ${through}; ` +
     `replies of 2 chunks, same first-chunk delay): all had their first delta ${fmt(burst.rampMs / 1000, 1)} s after the first request; ` +
     (burst.admissionWindowMs === undefined ? 'admission window n/a (the fake did not receive every call)' : `admission window ${fmt(burst.admissionWindowMs / 1000, 2)} s`) +
     (cut
@@ -346,7 +369,7 @@ async function main(): Promise<void> {
     if (!address || typeof address === 'string') throw new Error('server has no TCP address');
     const cpuAtStart = process.cpuUsage();
     bareProxy = await startBareProxy(fakeEnv.OPENAI_BASE_URL!, fakeEnv.OPENAI_API_KEY!);
-    channel.send({ type: 'start', appUrl: `http://127.0.0.1:${address.port}`, bareUrl: bareProxy.url, options });
+    channel.send({ type: 'start', appUrl: `http://127.0.0.1:${address.port}`, bareUrl: bareProxy.url, bareSdkUrl: bareProxy.sdkUrl, options });
 
     let ttfd: { samples: TtfdSample[]; load: string; cpuMsPerSend: number } | undefined;
     // The planner's statistics as a long-running database has them (autovacuum's ANALYZE): a
@@ -381,8 +404,7 @@ async function main(): Promise<void> {
           rampCpuMs: number;
           admission?: { ms: number; elu: number; cpuMs: number };
           overflows?: number;
-          bareBurst: BareBurstReport;
-          bareAdmission?: { ms: number; elu: number; cpuMs: number };
+          floors: Record<'bare' | 'sdk', { report: BareBurstReport; cut?: { ms: number; elu: number; cpuMs: number } }>;
         }
       | undefined;
     if (!options.skipMemory) {
@@ -420,13 +442,17 @@ async function main(): Promise<void> {
         const { report: finished } = await channel.next('finished', 30 * 60_000);
         clearInterval(sampler);
         const after = await memory(true);
-        // The floor: the same burst through the bare proxy (this process; the app idles meanwhile).
-        const bareTimeline = startTimeline();
-        channel.send({ type: 'bareBurst' });
-        const { report: bareBurst } = await channel.next('bareBurst', 30 * 60_000);
-        const bareAdmission = admissionWindow(bareTimeline.stop(), bareBurst.admissionWindowMs);
+        // The floors: the same burst through the bare proxy, then through it with the AI SDK's
+        // provider path (this process; the app idles meanwhile).
+        const floor = async (target: 'bare' | 'sdk') => {
+          const floorTimeline = startTimeline();
+          channel.send({ type: 'bareBurst', target });
+          const { report } = await channel.next('bareBurst', 30 * 60_000);
+          return { report, cut: admissionWindow(floorTimeline.stop(), report.admissionWindowMs) };
+        };
+        const floors = { bare: await floor('bare'), sdk: await floor('sdk') };
         const overflows = overflowsBefore !== undefined && overflowsAfter !== undefined ? overflowsAfter - overflowsBefore : undefined;
-        mem = { baseline, openRaw, openGc, peak, after, opened, finished, loadAtOpen, loopDelay, rampCpuMs, overflows, admission, bareBurst, bareAdmission };
+        mem = { baseline, openRaw, openGc, peak, after, opened, finished, loadAtOpen, loopDelay, rampCpuMs, overflows, admission, floors };
       } finally {
         clearInterval(sampler);
       }
@@ -467,7 +493,7 @@ async function main(): Promise<void> {
       );
     }
     if (mem) {
-      const { baseline, openRaw, openGc, peak, after, opened, finished, loopDelay, rampCpuMs, overflows, admission: admissionCut, bareBurst, bareAdmission } = mem;
+      const { baseline, openRaw, openGc, peak, after, opened, finished, loopDelay, rampCpuMs, overflows, admission: admissionCut, floors } = mem;
       const perStream: MemorySample = {
         rss: (openGc.rss - baseline.rss) / options.streams,
         heapUsed: (openGc.heapUsed - baseline.heapUsed) / options.streams,
@@ -512,7 +538,8 @@ async function main(): Promise<void> {
                 `${fmt((opened.clientCpuMsDuringAdmission ?? 0) / 1000, 2)} s CPU`,
             ]
           : []),
-        floorLine(bareBurst, bareAdmission),
+        floorLine('floor, the same', 'bare Fastify proxy of (a) (this process, no auth, database or AI SDK', floors.bare.report, floors.bare.cut),
+        floorLine('floor with the AI SDK, the same', 'same proxy calling the model through the app\'s provider path (AI SDK OpenAI client, providerFetch, streamPlainText; no auth or database', floors.sdk.report, floors.sdk.cut),
         `- app event loop during the ramp: delay p50 ${fmt(loopDelay.p50, 0)} ms, p99 ${fmt(loopDelay.p99, 0)} ms, max ${fmt(loopDelay.max, 0)} ms` +
           (overflows !== undefined ? `; listen-queue overflows (kernel ListenOverflows, system-wide) during the ramp: ${fmt(overflows)}` : '') +
           `; app CPU (user + system) during the ramp ${fmt(rampCpuMs / 1000, 1)} s, ${fmt(rampCpuMs / options.streams, 2)} ms per stream`,
