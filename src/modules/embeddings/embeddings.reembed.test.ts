@@ -215,6 +215,35 @@ describe('changing EMBEDDING_MODEL', () => {
     },
   );
 
+  it.skipIf(!process.env.TEST_DATABASE_URL)(
+    'closing a process waits for its background check, so nothing is queued after it closed (PostgreSQL)',
+    async () => {
+      await world(t);
+      after = await createTestApp({ ...env, EMBEDDING_MODEL: LARGE }, {}, { startWorker: false });
+      const other = new pg.Client({ connectionString: t.database.url });
+      await other.connect();
+      try {
+        await other.query('BEGIN');
+        await other.query('LOCK TABLE document_chunks IN ACCESS EXCLUSIVE MODE');
+        await after.deps.services.embeddings.ready();
+        const closing = after.close().then(() => 'closed');
+        const waited = new Promise((resolve) => setTimeout(resolve, 500, 'still closing'));
+        expect(await Promise.race([closing, waited])).toBe('still closing');
+        await other.query('ROLLBACK');
+        expect(await closing).toBe('closed');
+        after = undefined;
+        const [, large] = await generations();
+        const backfills = await db().select().from(backgroundJobs).where(eq(backgroundJobs.name, 'embeddings.backfill'));
+        expect(backfills.map((job) => job.payload)).toEqual([{ generation: large!.id }]);
+      } finally {
+        await other.query('ROLLBACK').catch(() => undefined);
+        await other.end();
+        await after?.close();
+        after = undefined;
+      }
+    },
+  );
+
   it('adopts vectors made before models were recorded when the sizes agree', async () => {
     await world(t);
     const [current] = await generations();

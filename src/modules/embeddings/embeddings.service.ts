@@ -125,19 +125,17 @@ export function createEmbeddingsService(deps: EmbeddingsServiceDeps) {
     }
     const target = await synced;
     if (backgroundDone || background || Date.now() < backgroundRetryAt) return;
-    const run = queueMissingWork(target).then(
+    background = queueMissingWork(target).then(
       () => {
         backgroundDone = true;
+        background = null;
       },
       (error: unknown) => {
         backgroundRetryAt = Date.now() + BACKGROUND_RETRY_MS;
+        background = null;
         log.warn({ err: error }, 'embedding backfill check or retired generation removal failed; tried again in a minute');
       },
     );
-    background = run;
-    void run.finally(() => {
-      if (background === run) background = null;
-    });
   }
 
   /** The generation search reads: the active one, when its model is known. */
