@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { TEST_SECRET_KEY } from '../test/support/app.js';
 import { spawnService } from '../test/support/processes.js';
 import { freePort } from '../test/support/redis-server.js';
 import { sleep } from '../test/support/wait.js';
@@ -28,11 +29,17 @@ function somaxconn(): number {
 
 const BURST = 1000;
 
+/** The real server on the embedded profile, on a free port with a fresh DATA_DIR; `remove` deletes it after the stop. */
+async function startEmbeddedServer(name: string) {
+  const port = await freePort();
+  const dataDir = mkdtempSync(path.join(tmpdir(), `wsai-${name}-`));
+  const server = spawnService('server', { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, SECRET_KEY: TEST_SECRET_KEY });
+  return { port, server, remove: () => rmSync(dataDir, { recursive: true, force: true }) };
+}
+
 describe('the server process starting up (embedded profile)', () => {
   it('a stop signal as soon as it listens ends it gracefully, and nothing starts after the stop', { timeout: 90_000 }, async () => {
-    const port = await freePort();
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'wsai-start-stop-'));
-    const server = spawnService('server', { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, SECRET_KEY: 'test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz' });
+    const { port, server, remove } = await startEmbeddedServer('start-stop');
     try {
       // The moment the port accepts connections: background work (the in-process worker's
       // start-up reconciler) is about to start or starting, and the signal comes in between.
@@ -49,7 +56,7 @@ describe('the server process starting up (embedded profile)', () => {
       expect(messages.slice(stoppedAt), server.output()).not.toContain('service started');
     } finally {
       await server.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      remove();
     }
   });
 
@@ -57,9 +64,7 @@ describe('the server process starting up (embedded profile)', () => {
   // them: a stopped process shows how many a burst can queue before SYNs are dropped (each
   // dropped client retries after a second). Node's default backlog queues 512.
   it.skipIf(somaxconn() < 1024)(`queues a burst of ${BURST} connections while its event loop is busy (listen backlog)`, { timeout: 90_000 }, async () => {
-    const port = await freePort();
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'wsai-backlog-'));
-    const server = spawnService('server', { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, SECRET_KEY: 'test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz' });
+    const { port, server, remove } = await startEmbeddedServer('backlog');
     const sockets: Socket[] = [];
     // A stopped process ignores SIGTERM: should this test runner die first, it must not stay stopped.
     const killServer = () => server.child.kill('SIGKILL');
@@ -83,7 +88,7 @@ describe('the server process starting up (embedded profile)', () => {
       server.child.kill('SIGCONT');
       process.off('exit', killServer);
       await server.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      remove();
     }
   });
 });

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../../test/support/app.js';
+import { createTestApp, TEST_SECRET_KEY, type TestApp } from '../../test/support/app.js';
 import { recordUsage } from '../../test/support/billing.js';
 import { chatWorld, listenUrl, openHttpStream, useChatTestApp } from '../../test/support/chat.js';
 import { docsBase, LIFTED_THROTTLES, readyTextDocument } from '../../test/support/documents.js';
@@ -172,7 +172,7 @@ describe('/metrics protection', () => {
       HOST: '127.0.0.1',
       METRICS_PORT: String(metricsPort),
       DATA_DIR: mkdtempSync(path.join(tmpdir(), 'wsai-metrics-')),
-      SECRET_KEY: 'test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz',
+      SECRET_KEY: TEST_SECRET_KEY,
     });
     try {
       await server.ready;
@@ -199,7 +199,7 @@ describe('the worker process', () => {
       HOST: '127.0.0.1',
       METRICS_TOKEN: TOKEN,
       DATA_DIR: mkdtempSync(path.join(tmpdir(), 'wsai-metrics-worker-')),
-      SECRET_KEY: 'test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz',
+      SECRET_KEY: TEST_SECRET_KEY,
     });
     try {
       await worker.ready;

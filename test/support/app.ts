@@ -36,6 +36,9 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/** The SECRET_KEY of test apps and of the real service processes tests start. */
+export const TEST_SECRET_KEY = 'test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz';
+
 let appCounter = 0;
 
 /** The configuration tests run with: quiet, a temporary DATA_DIR, Redis when TEST_REDIS_URL is set. */
@@ -46,7 +49,7 @@ export function testConfig(env: Record<string, string> = {}): Config {
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     DATA_DIR: dataDir,
-    SECRET_KEY: 'test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz',
+    SECRET_KEY: TEST_SECRET_KEY,
     PUBLIC_BASE_URL: 'http://localhost:8000',
     // Each app its own Redis prefix, so a second app in a file never takes the first one's jobs;
     // tests that want two "processes" of one deployment pass the first app's REDIS_PREFIX.
