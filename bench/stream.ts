@@ -37,7 +37,7 @@ import { type EventLoopUtilization, monitorEventLoopDelay } from 'node:perf_hook
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply } from 'fastify';
 import { request } from 'undici';
 import { createOpenAI } from '@ai-sdk/openai';
 import { buildApp } from '../src/app.js';
@@ -228,15 +228,23 @@ function childChannel(child: ChildProcess) {
  */
 async function startBareProxy(openaiBaseUrl: string, apiKey: string) {
   const bare = Fastify({ logger: false });
+  /** Takes the reply over as an event stream: a `delta` per text, `done` at the end. */
+  const openEvents = (reply: FastifyReply) => {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    raw.flushHeaders();
+    return {
+      delta: (text: string) => raw.write(`event: delta\ndata: ${JSON.stringify({ text })}\n\n`),
+      done: () => raw.end('event: done\ndata: {}\n\n'),
+    };
+  };
   // Its CPU, so the app's CPU per send can leave it out (the sends run one at a time).
   let cpuMicros = 0;
   bare.post('/bare/stream', async (req, reply) => {
     const cpuAtStart = process.cpuUsage();
     const { content } = req.body as { content: string };
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-    raw.flushHeaders();
+    const events = openEvents(reply);
     const upstream = await request(`${openaiBaseUrl}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
@@ -252,29 +260,26 @@ async function startBareProxy(openaiBaseUrl: string, apiKey: string) {
         const data = frame.startsWith('data: ') ? frame.slice(6) : '';
         if (!data || data === '[DONE]') continue;
         const text = (JSON.parse(data) as { choices?: Array<{ delta?: { content?: string } }> }).choices?.[0]?.delta?.content;
-        if (text) raw.write(`event: delta\ndata: ${JSON.stringify({ text })}\n\n`);
+        if (text) events.delta(text);
       }
     }
-    raw.end('event: done\ndata: {}\n\n');
+    events.done();
     const cpu = process.cpuUsage(cpuAtStart);
     cpuMicros += cpu.user + cpu.system;
   });
   const model = createOpenAI({ baseURL: openaiBaseUrl, apiKey, fetch: providerFetch }).chat('gpt-4.1-mini');
   bare.post('/bare/sdk-stream', async (req, reply) => {
     const { content } = req.body as { content: string };
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-    raw.flushHeaders();
+    const events = openEvents(reply);
     await streamPlainText({
       model,
       system: undefined,
       messages: [{ role: 'user', content }],
       call: { settings: { maxOutputTokens: 4096 }, providerOptions: {}, dropped: [] },
       abortSignal: new AbortController().signal,
-      onText: (text) => raw.write(`event: delta\ndata: ${JSON.stringify({ text })}\n\n`),
+      onText: events.delta,
     });
-    raw.end('event: done\ndata: {}\n\n');
+    events.done();
   });
   await bare.listen({ host: '127.0.0.1', port: 0, backlog: LISTEN_BACKLOG });
   const address = bare.server.address();
