@@ -184,64 +184,61 @@ describe('changing EMBEDDING_MODEL', () => {
     after = undefined;
   });
 
-  // Needs a second connection holding a lock, which PGlite (one connection) cannot do.
+  const backfillJobs = () => db().select().from(backgroundJobs).where(eq(backgroundJobs.name, 'embeddings.backfill'));
+
+  /**
+   * Runs `body` with a process after the change to LARGE (`after`) while another connection holds
+   * document_chunks locked: counting the chunks that lack vectors reads every chunk, held up here
+   * as by a large table. `release` ends the lock. Needs a second connection: PostgreSQL only.
+   */
+  async function withChunksLocked(body: (release: () => Promise<unknown>) => Promise<void>) {
+    await world(t);
+    after = await createTestApp({ ...env, EMBEDDING_MODEL: LARGE }, {}, { startWorker: false });
+    const other = new pg.Client({ connectionString: t.database.url });
+    await other.connect();
+    const release = () => other.query('ROLLBACK');
+    try {
+      await other.query('BEGIN');
+      await other.query('LOCK TABLE document_chunks IN ACCESS EXCLUSIVE MODE');
+      await body(release);
+    } finally {
+      await release().catch(() => undefined);
+      await other.end();
+      await after?.close();
+      after = undefined;
+    }
+  }
+
   it.skipIf(!process.env.TEST_DATABASE_URL)(
     'a process is ready once its generations agree: it does not wait for the count of chunks lacking vectors (PostgreSQL)',
-    async () => {
-      await world(t);
-      after = await createTestApp({ ...env, EMBEDDING_MODEL: LARGE }, {}, { startWorker: false });
-      const other = new pg.Client({ connectionString: t.database.url });
-      await other.connect();
-      try {
-        // Counting the chunks that lack vectors reads every chunk: held up here as by a large table.
-        await other.query('BEGIN');
-        await other.query('LOCK TABLE document_chunks IN ACCESS EXCLUSIVE MODE');
-        const ready = after.deps.services.embeddings.ready().then(() => 'ready');
+    () =>
+      withChunksLocked(async (release) => {
+        const ready = after!.deps.services.embeddings.ready().then(() => 'ready');
         const waited = new Promise((resolve) => setTimeout(resolve, 3_000, 'still waiting'));
         expect(await Promise.race([ready, waited])).toBe('ready');
         const [, large] = await generations();
         expect(large).toMatchObject({ model: LARGE, state: 'building' });
-        const backfills = () => db().select().from(backgroundJobs).where(eq(backgroundJobs.name, 'embeddings.backfill'));
-        expect(await backfills()).toHaveLength(0);
+        expect(await backfillJobs()).toHaveLength(0);
         // Once the count can run, the backfill is queued in the background.
-        await other.query('ROLLBACK');
-        await expect.poll(async () => (await backfills()).map((job) => job.payload), { timeout: 10_000 }).toEqual([{ generation: large!.id }]);
-      } finally {
-        await other.query('ROLLBACK').catch(() => undefined);
-        await other.end();
-        await after?.close();
-        after = undefined;
-      }
-    },
+        await release();
+        await expect.poll(async () => (await backfillJobs()).map((job) => job.payload), { timeout: 10_000 }).toEqual([{ generation: large!.id }]);
+      }),
   );
 
   it.skipIf(!process.env.TEST_DATABASE_URL)(
     'closing a process waits for its background check, so nothing is queued after it closed (PostgreSQL)',
-    async () => {
-      await world(t);
-      after = await createTestApp({ ...env, EMBEDDING_MODEL: LARGE }, {}, { startWorker: false });
-      const other = new pg.Client({ connectionString: t.database.url });
-      await other.connect();
-      try {
-        await other.query('BEGIN');
-        await other.query('LOCK TABLE document_chunks IN ACCESS EXCLUSIVE MODE');
-        await after.deps.services.embeddings.ready();
-        const closing = after.close().then(() => 'closed');
+    () =>
+      withChunksLocked(async (release) => {
+        await after!.deps.services.embeddings.ready();
+        const closing = after!.close().then(() => 'closed');
         const waited = new Promise((resolve) => setTimeout(resolve, 500, 'still closing'));
         expect(await Promise.race([closing, waited])).toBe('still closing');
-        await other.query('ROLLBACK');
+        await release();
         expect(await closing).toBe('closed');
         after = undefined;
         const [, large] = await generations();
-        const backfills = await db().select().from(backgroundJobs).where(eq(backgroundJobs.name, 'embeddings.backfill'));
-        expect(backfills.map((job) => job.payload)).toEqual([{ generation: large!.id }]);
-      } finally {
-        await other.query('ROLLBACK').catch(() => undefined);
-        await other.end();
-        await after?.close();
-        after = undefined;
-      }
-    },
+        expect((await backfillJobs()).map((job) => job.payload)).toEqual([{ generation: large!.id }]);
+      }),
   );
 
   it('adopts vectors made before models were recorded when the sizes agree', async () => {
