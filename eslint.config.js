@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'data/', 'drizzle/', 'coverage/', 'clients/typescript/dist/', 'clients/typescript/src/schema.ts'] },
+  { ignores: ['dist/', '.test-bundles/', 'node_modules/', 'data/', 'drizzle/', 'coverage/', 'clients/typescript/dist/', 'clients/typescript/src/schema.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

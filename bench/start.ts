@@ -1,5 +1,6 @@
 /**
- * Start-up benchmark (embedded profile): milliseconds from spawning `node <dist>/src/server.js`
+ * Start-up benchmark (embedded profile): milliseconds from spawning `node <dist>/bundle/server.js`
+ * (what `npm start` runs; `<dist>/src/server.js` for a build made before the bundle)
  * to the first 200 of `GET /healthz`, on an existing DATA_DIR (PGlite database already created
  * and migrated), next to a bare Node process that starts a Fastify server answering /healthz
  * (the floor: Node + Fastify + listen) measured in the same run.
@@ -36,9 +37,10 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 const POLL_MS = 10;
 const GIVE_UP_MS = 60_000;
 
+/** What `npm start` runs in that build: its bundle, or tsc's output in builds made before the bundle. */
 const serverOf = (dist: string) => {
-  const file = path.resolve(ROOT, dist, 'src', 'server.js');
-  if (!existsSync(file)) throw new Error(`${path.relative(ROOT, file)} is missing: run \`npm run build\` first (or give --dist)`);
+  const file = [path.resolve(ROOT, dist, 'bundle', 'server.js'), path.resolve(ROOT, dist, 'src', 'server.js')].find((candidate) => existsSync(candidate));
+  if (!file) throw new Error(`${dist}/bundle/server.js is missing: run \`npm run build\` first (or give --dist)`);
   return file;
 };
 
@@ -121,8 +123,13 @@ function headCommit(): string {
     return 'unknown commit';
   }
 }
-targets.push({ label: `app: ${args.label ?? `${args.dist}, ${headCommit()}`}`, argv: [serverOf(args.dist)] });
-if (args.compare) targets.push({ label: `app: ${args['compare-label'] ?? args.compare}`, argv: [serverOf(args.compare)] });
+const relative = (file: string) => path.relative(ROOT, file);
+const appServer = serverOf(args.dist);
+targets.push({ label: `app: ${args.label ?? `${relative(appServer)}, ${headCommit()}`}`, argv: [appServer] });
+if (args.compare) {
+  const compared = serverOf(args.compare);
+  targets.push({ label: `app: ${args['compare-label'] ?? compared}`, argv: [compared] });
+}
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wsai-bench-start-'));
 const secret = randomBytes(20).toString('hex'); // 40 characters
@@ -156,7 +163,7 @@ try {
     '',
     machineLine(),
     `- load average ${loadAtStart} at the start, ${loadAtEnd} at the end`,
-    `- spawn \`node <dist>/src/server.js\` → first 200 of \`GET /healthz\` (polled every ${POLL_MS} ms), embedded profile (PGlite) on an existing DATA_DIR (created by one unmeasured start), LOG_LEVEL=warn; the targets take turns, ${runs} runs each`,
+    `- spawn \`node <dist>/bundle/server.js\` (or \`<dist>/src/server.js\`, per label) → first 200 of \`GET /healthz\` (polled every ${POLL_MS} ms), embedded profile (PGlite) on an existing DATA_DIR (created by one unmeasured start), LOG_LEVEL=warn; the targets take turns, ${runs} runs each`,
     '',
     ...table,
   ];

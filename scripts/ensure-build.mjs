@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Builds dist/ with tsc only when it is missing or older than the sources, under a lock, so that
+// Builds dist/ (tsc, then the bundle `npm start` and `npm run worker` run: scripts/bundle.mjs)
+// only when it is missing or older than the sources, under a lock, so that
 // `npm start`, `npm run worker` and `npm run migrate` start at once when nothing changed and an API
 // process and a worker started together never compile into dist/ at the same time (the second
 // waits, then finds dist/ fresh). Plain Node on purpose: it must run where dev dependencies
@@ -24,8 +25,9 @@ const DIST = path.join(ROOT, 'dist');
 const STAMP = path.join(DIST, '.build-stamp.json');
 const LOCK = path.join(ROOT, '.build.lock');
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-/** Files outside src/ that change what tsc emits (src/**, minus tests, is walked). */
-const ROOT_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'drizzle.config.ts'];
+const BUNDLE = path.join(ROOT, 'scripts', 'bundle.mjs');
+/** Files outside src/ that change what the build emits (src/**, minus tests, is walked). */
+const ROOT_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'drizzle.config.ts', 'scripts/bundle.mjs'];
 /** A lock held longer than this by a process we cannot check (another host) is presumed abandoned. */
 const LOCK_STALE_MS = 10 * 60_000;
 const LOCK_WAIT_MS = Number(process.env.ENSURE_BUILD_LOCK_WAIT_MS ?? 15 * 60_000);
@@ -126,9 +128,10 @@ async function acquireLock() {
 
 const releaseLock = () => rmSync(LOCK, { force: true });
 
-function compile() {
+/** Runs one build step (a Node script with its arguments); resolves with its exit code. */
+function runStep(args) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TSC, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: 'inherit' });
     // A stop signal while compiling (Ctrl-C, docker stop) ends tsc too, and the lock is released.
     const stop = (signal) => {
       child.kill(signal);
@@ -171,10 +174,15 @@ async function main() {
     const startedAtMs = Date.now();
     const sources = listSources();
     rmSync(STAMP, { force: true }); // a failed or interrupted build leaves no stamp behind
-    const code = await compile();
+    const code = await runStep([TSC, '-p', 'tsconfig.build.json']);
     if (code !== 0) {
       say(`tsc failed (exit ${code}); dist/ is not usable`);
       return code;
+    }
+    const bundled = await runStep([BUNDLE]);
+    if (bundled !== 0) {
+      say(`bundling failed (exit ${bundled}); dist/ is not usable`);
+      return bundled;
     }
     writeFileSync(STAMP, JSON.stringify({
         startedAtMs,

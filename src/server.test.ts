@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { TEST_SECRET_KEY } from '../test/support/app.js';
+import { createTestApp, TEST_SECRET_KEY } from '../test/support/app.js';
+import { parseSse } from '../test/support/chat.js';
+import { startFakeModelServer } from '../test/support/fake-model-server.js';
 import { spawnService } from '../test/support/processes.js';
 import { freePort } from '../test/support/redis-server.js';
 import { sleep } from '../test/support/wait.js';
@@ -30,12 +32,72 @@ function somaxconn(): number {
 const BURST = 1000;
 
 /** The real server on the embedded profile, on a free port with a fresh DATA_DIR; `remove` deletes it after the stop. */
-async function startEmbeddedServer(name: string) {
+async function startEmbeddedServer(name: string, env: Record<string, string> = {}) {
   const port = await freePort();
   const dataDir = mkdtempSync(path.join(tmpdir(), `wsai-${name}-`));
-  const server = spawnService('server', { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, SECRET_KEY: TEST_SECRET_KEY });
+  const server = spawnService('server', { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, SECRET_KEY: TEST_SECRET_KEY, ...env });
   return { port, server, remove: () => rmSync(dataDir, { recursive: true, force: true }) };
 }
+
+describe('the bundled server (what `npm start` runs: scripts/bundle.mjs)', () => {
+  it('signs up, opens a workspace and a chat, streams a reply from the model, and serves the same API document and docs page', { timeout: 90_000 }, async () => {
+    const fake = await startFakeModelServer();
+    const { port, server, remove } = await startEmbeddedServer('bundle', {
+      ...fake.env,
+      PUBLIC_BASE_URL: 'http://localhost:8000',
+      REQUIRE_EMAIL_VERIFICATION: 'false',
+    });
+    const reference = await createTestApp();
+    try {
+      // The test suite's processes run the bundle, not the sources.
+      expect(server.child.spawnargs.join(' ')).toContain(`${path.sep}.test-bundles${path.sep}`);
+      await server.ready;
+      const base = `http://127.0.0.1:${port}`;
+      const call = async (method: string, url: string, body?: unknown, token?: string) => {
+        const res = await fetch(`${base}${url}`, {
+          method,
+          headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        return { status: res.status, type: res.headers.get('content-type') ?? '', text: await res.text() };
+      };
+      const json = (res: { text: string }) => JSON.parse(res.text) as Record<string, string>;
+
+      const credentials = { email: 'bundle@example.com', password: 'a long enough password 1' };
+      expect((await call('POST', '/auth/users/', credentials)).status).toBe(201);
+      const login = await call('POST', '/auth/token/login/', credentials);
+      expect(login.status, login.text).toBe(200);
+      const token = json(login).auth_token!;
+      const workspace = await call('POST', '/api/workspaces/', { name: 'Bundled' }, token);
+      expect(workspace.status, workspace.text).toBe(201);
+      const chat = await call('POST', `/api/workspaces/${json(workspace).id}/chats/`, { name: 'First' }, token);
+      expect(chat.status, chat.text).toBe(201);
+
+      fake.enqueue({ text: 'Hello from the model', chunks: ['Hello', ' from', ' the model'] });
+      const sent = await call('POST', `/api/workspaces/${json(workspace).id}/chats/${json(chat).id}/messages/stream/`, { content: 'Hi' }, token);
+      expect(sent.status, sent.text).toBe(200);
+      expect(sent.type).toContain('text/event-stream');
+      const events = parseSse(sent.text);
+      expect(events.map((e) => e.event), sent.text + server.output().slice(-3000)).toEqual(['delta', 'delta', 'delta', 'done']);
+      expect(events.filter((e) => e.event === 'delta').map((e) => e.data)).toEqual([{ text: 'Hello' }, { text: ' from' }, { text: ' the model' }]);
+
+      // The OpenAPI document, built by @fastify/swagger inside the bundle, as the app built from the sources has it.
+      const document = await call('GET', '/api/schema/');
+      expect(document.status).toBe(200);
+      expect(JSON.parse(document.text)).toEqual((await reference.request('GET', '/api/schema/')).json());
+      // Swagger UI stays in node_modules (its static files): its page and assets are served.
+      const page = await fetch(`${base}/api/docs/`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('swagger');
+      expect((await fetch(`${base}/api/docs/static/swagger-ui.css`)).status).toBe(200);
+    } finally {
+      await server.stop();
+      await reference.close();
+      await fake.close();
+      remove();
+    }
+  });
+});
 
 describe('the server process starting up (embedded profile)', () => {
   it('a stop signal as soon as it listens ends it gracefully, and nothing starts after the stop', { timeout: 90_000 }, async () => {

@@ -23,6 +23,15 @@ fs.mkdirSync('dist/src', { recursive: true });
 fs.writeFileSync('dist/src/server.js', 'built\\n');
 `;
 
+// The bundling step (scripts/bundle.mjs, after tsc): records itself and writes dist/bundle/.
+const FAKE_BUNDLE = `
+import fs from 'node:fs';
+fs.appendFileSync('bundles.log', process.pid + '\\n');
+if (process.env.FAKE_BUNDLE_EXIT) process.exit(Number(process.env.FAKE_BUNDLE_EXIT));
+fs.mkdirSync('dist/bundle', { recursive: true });
+fs.writeFileSync('dist/bundle/server.js', fs.readFileSync('dist/src/server.js'));
+`;
+
 interface Run {
   code: number | null;
   output: string;
@@ -41,7 +50,9 @@ function run(args: string[] = [], env: Record<string, string> = {}): Promise<Run
   });
 }
 
-const builds = () => (existsSync(path.join(root, 'builds.log')) ? readFileSync(path.join(root, 'builds.log'), 'utf8').trim().split('\n').length : 0);
+const linesOf = (file: string) => (existsSync(path.join(root, file)) ? readFileSync(path.join(root, file), 'utf8').trim().split('\n').length : 0);
+const builds = () => linesOf('builds.log');
+const bundles = () => linesOf('bundles.log');
 
 /** Sets a file's mtime `secondsFromNow` away (positive: later than any build so far). */
 function touch(file: string, secondsFromNow = 5) {
@@ -53,6 +64,7 @@ beforeEach(() => {
   root = mkdtempSync(path.join(tmpdir(), 'ensure-build-'));
   mkdirSync(path.join(root, 'scripts'));
   copyFileSync(SCRIPT, path.join(root, 'scripts', 'ensure-build.mjs'));
+  writeFileSync(path.join(root, 'scripts', 'bundle.mjs'), FAKE_BUNDLE);
   mkdirSync(path.join(root, 'src', 'db'), { recursive: true });
   writeFileSync(path.join(root, 'src', 'server.ts'), 'export {};\n');
   writeFileSync(path.join(root, 'src', 'db', 'migrate-cli.ts'), 'export {};\n');
@@ -64,7 +76,7 @@ beforeEach(() => {
   writeFileSync(path.join(root, 'node_modules', 'typescript', 'package.json'), '{"name": "typescript"}\n');
   writeFileSync(path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), FAKE_TSC);
   // Sources older than anything the tests build.
-  for (const file of ['src/server.ts', 'src/db/migrate-cli.ts', 'src/server.test.ts', 'package.json', 'tsconfig.json']) touch(file, -60);
+  for (const file of ['src/server.ts', 'src/db/migrate-cli.ts', 'src/server.test.ts', 'package.json', 'tsconfig.json', 'scripts/bundle.mjs']) touch(file, -60);
 });
 
 afterEach(() => {
@@ -78,6 +90,9 @@ describe('scripts/ensure-build.mjs', () => {
     expect(first.output).toContain('building dist/ with tsc: dist/ is missing');
     expect(builds()).toBe(1);
     expect(readFileSync(path.join(root, 'dist', 'src', 'server.js'), 'utf8')).toBe('built\n');
+    // The bundle is made from tsc's output, after it.
+    expect(bundles()).toBe(1);
+    expect(readFileSync(path.join(root, 'dist', 'bundle', 'server.js'), 'utf8')).toBe('built\n');
 
     const second = await run();
     expect(second.code).toBe(0);
@@ -105,6 +120,11 @@ describe('scripts/ensure-build.mjs', () => {
     touch('tsconfig.build.json', 15);
     expect((await run()).output).toContain('tsconfig.build.json changed');
     expect(builds()).toBe(4);
+
+    touch('scripts/bundle.mjs', 20);
+    expect((await run()).output).toContain(`${path.join('scripts', 'bundle.mjs')} changed`);
+    expect(builds()).toBe(5);
+    expect(bundles()).toBe(5);
   });
 
   it('builds again when a source file is added or removed, even with an old mtime', async () => {
@@ -186,6 +206,20 @@ describe('scripts/ensure-build.mjs', () => {
     const retried = await run();
     expect(retried.code).toBe(0);
     expect(builds()).toBe(2);
+  });
+
+  it('a failed bundle exits non-zero, leaves no stamp, and the next run builds again', async () => {
+    const failed = await run([], { FAKE_BUNDLE_EXIT: '3' });
+    expect(failed.code).toBe(3);
+    expect(failed.output).toContain('bundling failed (exit 3)');
+    expect(existsSync(path.join(root, 'dist', '.build-stamp.json'))).toBe(false);
+    expect(existsSync(path.join(root, '.build.lock'))).toBe(false);
+
+    const retried = await run();
+    expect(retried.code).toBe(0);
+    expect(builds()).toBe(2);
+    expect(bundles()).toBe(2);
+    expect((await run()).output).toContain('dist/ is up to date');
   });
 
   it('a lock left by a process that died is removed and the build goes ahead', async () => {

@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
+import { bundleService } from '../../scripts/bundle.mjs';
 import { openDatabase } from '../../src/db/client.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { undocumentedStatuses } from './api-coverage.js';
@@ -14,9 +16,18 @@ import { deleteKeys } from './redis.js';
  * worker clones it (CREATE DATABASE ... TEMPLATE), which is much faster than migrating again.
  * Run ids keep concurrent runs on one server apart. On PGlite each worker migrates its own.
  */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
 export default async function setup(project: TestProject) {
   const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   project.provide('testRunId', runId);
+  // The service processes tests start (test/support/processes.ts) run bundled, as `npm start` and
+  // `npm run worker` do, by the build's own bundler (scripts/bundle.mjs), here from the sources.
+  // Inside the project, so the bundle's external packages resolve from its node_modules/.
+  const bundleDir = path.join(ROOT, '.test-bundles', runId);
+  await bundleService({ root: ROOT, entryPoints: { server: 'src/server.ts', worker: 'src/worker.ts' }, outdir: bundleDir });
+  process.env.WSAI_TEST_BUNDLE_DIR = bundleDir;
+  const removeBundle = () => rmSync(bundleDir, { recursive: true, force: true });
   // What every test app answered, compared with the OpenAPI document at the end (api-coverage.ts).
   const apiCoverageDir = path.join(tmpdir(), `wsai-api-coverage-${runId}`);
   project.provide('apiCoverageDir', apiCoverageDir);
@@ -38,6 +49,7 @@ export default async function setup(project: TestProject) {
   const url = process.env.TEST_DATABASE_URL;
   if (!url) {
     return async () => {
+      removeBundle();
       await cleanRedis();
       checkApiCoverage();
     };
@@ -62,6 +74,7 @@ export default async function setup(project: TestProject) {
     );
     for (const { datname } of rows) await cleanup.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
     await cleanup.end();
+    removeBundle();
     await cleanRedis();
     checkApiCoverage();
   };

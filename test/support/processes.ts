@@ -1,10 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The service's own entry points (`src/server.ts`, `src/worker.ts`) as real child processes, run
- * with tsx like `npm run dev`, for tests that kill them with real signals. Output is kept (JSON
- * log lines) so a test can wait for a line and show the log when it fails.
+ * The service's own entry points (`src/server.ts`, `src/worker.ts`) as real child processes, for
+ * tests that kill them with real signals. In the test suite they run bundled like `npm start`
+ * (the bundle test/support/global-setup.ts makes, WSAI_TEST_BUNDLE_DIR); elsewhere (benchmarks,
+ * another checkout given as `cwd`) with tsx like `npm run dev`. Output is kept (JSON log lines)
+ * so a test can wait for a line and show the log when it fails.
  */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -30,7 +33,9 @@ export function spawnService(
   env: Record<string, string>,
   options: { readyTimeoutMs?: number; /** Another checkout of the service (benchmarks compare versions). */ cwd?: string } = {},
 ): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', `src/${entry}.ts`], {
+  const bundleDir = options.cwd === undefined ? process.env.WSAI_TEST_BUNDLE_DIR : undefined;
+  const args = bundleDir ? [path.join(bundleDir, `${entry}.js`)] : ['--import', 'tsx', `src/${entry}.ts`];
+  const child = spawn(process.execPath, args, {
     cwd: options.cwd ?? ROOT,
     // Only what the service needs: nothing of the test runner's environment leaks in.
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'test', LOG_LEVEL: 'info', ...env },
