@@ -1,5 +1,6 @@
 import module from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
+import v8 from 'node:v8';
 import { loadConfig } from './config/env.js';
 import { resolveSecretKey } from './config/secret-key.js';
 import { openServiceDatabase } from './db/open.js';
@@ -10,11 +11,21 @@ import { LISTEN_BACKLOG } from './platform/listen.js';
 
 /** How long after it listens the service starts its background work (see below). */
 const BACKGROUND_START_DELAY_MS = 250;
+/** V8 13.6's default (`node --v8-options` on Node 24); V8 11.3, Node 20's, has 1,800,000. */
+const WASM_TIERING_BUDGET = 13_000_000;
 
 // Node ≥ 22.1 (the Docker image's 24): the compiled code of the modules imported below is kept on
 // disk (os.tmpdir()/node-compile-cache) and reused by the next start (~70 ms of it, bench:start).
 // Node 20 has no such cache: nothing happens there.
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+
+// The embedded database is PostgreSQL compiled to WebAssembly (PGlite). V8 compiles a WebAssembly
+// function with its optimising compiler, on background threads, once the function has run for a
+// "tiering budget". Opening the database runs much of postgres at once, and with V8 11's budget
+// (Node 20) those compiles took the CPU the main thread needed: ~0.3 s of a start on 2 cores
+// (bench:start). V8 13 (Node 24) raised the default to 13,000,000, which this sets on older V8s;
+// hot functions still tier up, a little later. Set before PGlite instantiates its module.
+if (Number(process.versions.v8.split('.')[0]) < 13) v8.setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
 
 const config = resolveSecretKey(loadConfig());
 const log = createLogger(config.LOG_LEVEL);
