@@ -40,7 +40,7 @@ const GIVE_UP_MS = 60_000;
 /** What `npm start` runs in that build: its bundle, or tsc's output in builds made before the bundle. */
 const serverOf = (dist: string) => {
   const file = [path.resolve(ROOT, dist, 'bundle', 'server.js'), path.resolve(ROOT, dist, 'src', 'server.js')].find((candidate) => existsSync(candidate));
-  if (!file) throw new Error(`${dist}/bundle/server.js is missing: run \`npm run build\` first (or give --dist)`);
+  if (!file) throw new Error(`neither ${dist}/bundle/server.js nor ${dist}/src/server.js exists: run \`npm run build\` first (or give --dist)`);
   return file;
 };
 

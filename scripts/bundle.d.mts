@@ -3,4 +3,5 @@ import type { BuildResult } from 'esbuild';
 
 export declare const EXTERNAL_PACKAGES: string[];
 export declare const BUNDLE_ENTRIES: Record<'server' | 'worker', string>;
-export declare function bundleService(options: { root: string; entryPoints: Record<string, string>; outdir: string }): Promise<BuildResult>;
+export declare const BUNDLE_MANIFEST: string;
+export declare function bundleService(options: { root: string; entryPoints: Record<string, string>; outdir: string; metafile?: boolean }): Promise<BuildResult>;

@@ -12,8 +12,9 @@
 //
 // Plain Node on purpose (like ensure-build.mjs, which calls it after tsc); the test suite calls it
 // too (test/support/global-setup.ts), so the processes the tests start run the same bundle.
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /**
  * Packages never bundled, each for a reason:
@@ -43,7 +44,6 @@ export const EXTERNAL_PACKAGES = [
   '@opentelemetry/exporter-trace-otlp-http',
   'pino',
   'pg',
-  'pgvector',
   'bullmq',
   'ioredis',
   '@aws-sdk/client-s3',
@@ -95,7 +95,9 @@ function externalPackages(root) {
         const listed = external.has(name);
         if (!listed && args.kind !== 'dynamic-import') return undefined;
         const resolved = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: 'resolving' });
-        if (resolved.errors.length > 0) return { errors: resolved.errors };
+        // Not installed: a listed package stays an import (it fails at run time, as it did unbundled);
+        // anything else is left to esbuild (an optional `import()` in a try block is only a warning).
+        if (resolved.errors.length > 0) return listed ? { path: args.path, external: true } : undefined;
         // esbuild reports real paths: node_modules may be a link (a worktree sharing a checkout's).
         const topLevelDir = path.join(root, 'node_modules', name);
         const topLevel = existsSync(topLevelDir) && resolved.path.startsWith(realpathSync(topLevelDir) + path.sep);
@@ -112,9 +114,9 @@ function externalPackages(root) {
 /**
  * Bundles `entryPoints` (an object: output name → source file) into `outdir`. `root` is the
  * project's directory (its node_modules/ is where the externals are found). Resolves with
- * esbuild's result; throws on any error.
+ * esbuild's result (with its metafile when asked); throws on any error.
  */
-export async function bundleService({ root, entryPoints, outdir }) {
+export async function bundleService({ root, entryPoints, outdir, metafile = false }) {
   const esbuild = await import('esbuild');
   return esbuild.build({
     absWorkingDir: root,
@@ -130,22 +132,63 @@ export async function bundleService({ root, entryPoints, outdir }) {
     // have none, so the bundle makes one.
     banner: { js: "import { createRequire as __bundleCreateRequire } from 'node:module'; const require = __bundleCreateRequire(import.meta.url);" },
     plugins: [externalPackages(root)],
+    metafile,
   });
 }
 
 /** The build's bundle (`node scripts/bundle.mjs`, run by ensure-build.mjs after tsc): dist/src → dist/bundle. */
 export const BUNDLE_ENTRIES = { server: 'dist/src/server.js', worker: 'dist/src/worker.js' };
+/** What a build of dist/bundle/ wrote (its files, the previous build's) and which package versions it holds. */
+export const BUNDLE_MANIFEST = 'build.json';
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const { rmSync } = await import('node:fs');
-  const { fileURLToPath } = await import('node:url');
-  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/**
+ * The packages the bundle holds (their directory under the project, as esbuild read them) with
+ * their versions: ensure-build.mjs builds again when an install changes one (`npm ci` after a
+ * lock file change), since their code is in dist/ now, not read from node_modules at start.
+ */
+function bundledPackages(metafile, root) {
+  const packages = {};
+  for (const input of Object.keys(metafile.inputs)) {
+    const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input.split(path.sep).join('/'));
+    if (!match || packages[match[1]] !== undefined) continue;
+    try {
+      packages[match[1]] = JSON.parse(readFileSync(path.join(root, match[1], 'package.json'), 'utf8')).version ?? '';
+    } catch {
+      packages[match[1]] = '';
+    }
+  }
+  return packages;
+}
+
+/**
+ * Builds dist/bundle/ in place. The chunks' names change with their content, so files of the
+ * previous build are kept: a process started from it (still running while a new build is made,
+ * before its restart) loads chunks on demand and must find them. Files of older builds go.
+ */
+async function buildDistBundle(root) {
   const outdir = path.join(root, 'dist', 'bundle');
-  rmSync(outdir, { recursive: true, force: true });
+  const manifestFile = path.join(outdir, BUNDLE_MANIFEST);
+  let previous = [];
   try {
-    await bundleService({ root, entryPoints: BUNDLE_ENTRIES, outdir });
+    previous = JSON.parse(readFileSync(manifestFile, 'utf8')).files ?? [];
   } catch {
-    // esbuild has printed the errors.
+    // First build, or an unreadable manifest: nothing to keep.
+  }
+  const result = await bundleService({ root, entryPoints: BUNDLE_ENTRIES, outdir, metafile: true });
+  const files = Object.keys(result.metafile.outputs).map((file) => path.relative(outdir, path.resolve(root, file)));
+  mkdirSync(outdir, { recursive: true });
+  const keep = new Set([...files, ...previous, BUNDLE_MANIFEST]);
+  for (const name of readdirSync(outdir)) if (!keep.has(name)) rmSync(path.join(outdir, name), { recursive: true, force: true });
+  writeFileSync(manifestFile, `${JSON.stringify({ files, previousFiles: previous, packages: bundledPackages(result.metafile, root) }, null, 2)}\n`);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  try {
+    await buildDistBundle(root);
+  } catch (error) {
+    // esbuild has printed its own errors (error.errors); anything else is shown here.
+    if (!Array.isArray(error?.errors)) process.stderr.write(`bundle: ${error?.stack ?? error}\n`);
     process.exit(1);
   }
 }

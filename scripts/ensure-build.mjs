@@ -26,6 +26,8 @@ const STAMP = path.join(DIST, '.build-stamp.json');
 const LOCK = path.join(ROOT, '.build.lock');
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const BUNDLE = path.join(ROOT, 'scripts', 'bundle.mjs');
+/** Written by scripts/bundle.mjs: the bundle's files and the package versions it holds. */
+const BUNDLE_MANIFEST = path.join(DIST, 'bundle', 'build.json');
 /** Files outside src/ that change what the build emits (src/**, minus tests, is walked). */
 const ROOT_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'drizzle.config.ts', 'scripts/bundle.mjs'];
 /** A lock held longer than this by a process we cannot check (another host) is presumed abandoned. */
@@ -67,18 +69,46 @@ function readStamp() {
   }
 }
 
+/** The bundle's manifest (scripts/bundle.mjs), or undefined when there is none. */
+function readBundleManifest() {
+  try {
+    return JSON.parse(readFileSync(BUNDLE_MANIFEST, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A package the bundle holds whose installed version differs from the one bundled (an `npm ci`
+ * after a lock file change): the bundle still has the old code, so dist/ must be built again.
+ */
+function changedBundledPackage(manifest) {
+  for (const [dir, version] of Object.entries(manifest.packages ?? {})) {
+    let installed;
+    try {
+      installed = JSON.parse(readFileSync(path.join(ROOT, dir, 'package.json'), 'utf8')).version ?? '';
+    } catch {
+      installed = undefined;
+    }
+    if (installed !== version) return `${dir} is ${installed === undefined ? 'no longer installed' : `now ${installed}`} (bundled: ${version})`;
+  }
+  return undefined;
+}
+
 /** Why dist/ must be built, or undefined when it is fresh. */
 function staleReason() {
   const stamp = readStamp();
   if (!stamp) return existsSync(DIST) ? 'dist/ has no build stamp' : 'dist/ is missing';
   // A shipped dist/ without its sources (a copied artifact) is used as it is.
   if (!existsSync(path.join(ROOT, 'src'))) return undefined;
+  const manifest = readBundleManifest();
+  if (!manifest) return 'dist/bundle/ is missing';
   const sources = listSources();
   if (hashOf(sources) !== stamp.sourcesHash) return 'source files were added or removed';
   // A source dated in the future (clock skew) would otherwise look changed at every start.
   const builtFrom = Math.max(stamp.startedAtMs, stamp.newestSourceMtimeMs ?? 0);
   const newer = sources.find((s) => s.mtimeMs > builtFrom);
-  return newer ? `${newer.file} changed` : undefined;
+  return newer ? `${newer.file} changed` : changedBundledPackage(manifest);
 }
 
 function pidAlive(pid) {
@@ -180,9 +210,9 @@ async function main() {
       return code;
     }
     const bundled = await runStep([BUNDLE]);
-    if (bundled !== 0) {
-      say(`bundling failed (exit ${bundled}); dist/ is not usable`);
-      return bundled;
+    if (bundled !== 0 || !readBundleManifest()) {
+      say(`bundling failed (exit ${bundled}${bundled === 0 ? ', no dist/bundle/build.json' : ''}); dist/ is not usable`);
+      return bundled || 1;
     }
     writeFileSync(STAMP, JSON.stringify({
         startedAtMs,

@@ -5,6 +5,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createTestApp, TEST_SECRET_KEY } from '../test/support/app.js';
 import { parseSse } from '../test/support/chat.js';
+import { buildDocx, buildPdf } from '../test/support/document-files.js';
+import { buildXlsx } from '../test/support/office-files.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
 import { spawnService } from '../test/support/processes.js';
 import { freePort } from '../test/support/redis-server.js';
@@ -40,7 +42,7 @@ async function startEmbeddedServer(name: string, env: Record<string, string> = {
 }
 
 describe('the bundled server (what `npm start` runs: scripts/bundle.mjs)', () => {
-  it('signs up, opens a workspace and a chat, streams a reply from the model, and serves the same API document and docs page', { timeout: 90_000 }, async () => {
+  it('signs up, opens a workspace and a chat, streams a reply from the model, ingests a PDF, a Word file and a workbook, and serves the same API document and docs page', { timeout: 90_000 }, async () => {
     const fake = await startFakeModelServer();
     const { port, server, remove } = await startEmbeddedServer('bundle', {
       ...fake.env,
@@ -80,6 +82,30 @@ describe('the bundled server (what `npm start` runs: scripts/bundle.mjs)', () =>
       const events = parseSse(sent.text);
       expect(events.map((e) => e.event), sent.text + server.output().slice(-3000)).toEqual(['delta', 'delta', 'delta', 'done']);
       expect(events.filter((e) => e.event === 'delta').map((e) => e.data)).toEqual([{ text: 'Hello' }, { text: ' from' }, { text: ' the model' }]);
+
+      // Documents through the on-demand chunks: PDF (unpdf, external), Word (mammoth, external), a
+      // workbook (our own zip reader, a chunk of the bundle), each ready for search.
+      const files = [
+        { name: 'report.pdf', content_type: 'application/pdf', bytes: buildPdf([['A copper kettle on page one.']]) },
+        { name: 'notes.docx', content_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', bytes: buildDocx(['A copper kettle in Word.']) },
+        { name: 'orders.xlsx', content_type: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', bytes: buildXlsx([{ name: 'Orders', rows: [['copper kettle']] }]) },
+      ];
+      const wsDocs = `/api/workspaces/${json(workspace).id}/documents/`;
+      for (const file of files) {
+        const started = await call('POST', `${wsDocs}upload/`, { name: file.name, content_type: file.content_type, size: file.bytes.length }, token);
+        expect(started.status, started.text).toBe(201);
+        const { document, upload } = JSON.parse(started.text) as { document: { id: string }; upload: { url: string; headers: Record<string, string> } };
+        const signed = new URL(upload.url);
+        const put = await fetch(`${base}${signed.pathname}${signed.search}`, { method: 'PUT', headers: upload.headers, body: file.bytes });
+        expect(put.status, await put.text()).toBe(200);
+        expect((await call('POST', `${wsDocs}${document.id}/confirm-upload/`, {}, token)).status).toBe(202);
+        let status = '';
+        for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(100)) {
+          status = json(await call('GET', `${wsDocs}${document.id}/processing-status/`, undefined, token)).processing_status!;
+          if (status !== 'pending' && status !== 'processing') break;
+        }
+        expect(status, `${file.name}\n${server.output().slice(-3000)}`).toBe('ready');
+      }
 
       // The OpenAPI document, built by @fastify/swagger inside the bundle, as the app built from the sources has it.
       const document = await call('GET', '/api/schema/');

@@ -22,9 +22,9 @@ const WASM_TIERING_BUDGET = 13_000_000;
 // The embedded database is PostgreSQL compiled to WebAssembly (PGlite). V8 compiles a WebAssembly
 // function with its optimising compiler, on background threads, once the function has run for a
 // "tiering budget". Opening the database runs much of postgres at once, and with V8 11's budget
-// (Node 20) those compiles took the CPU the main thread needed: ~0.3 s of a start on 2 cores
-// (bench:start). V8 13 (Node 24) raised the default to 13,000,000, which this sets on older V8s;
-// hot functions still tier up, a little later. Set before PGlite instantiates its module.
+// (Node 20; Node 22 has V8 12) those compiles took the CPU the main thread needed: ~0.3 s of a
+// start on 2 cores (bench:start). V8 13 (Node 24) has 13,000,000 by default, which this sets on
+// older V8s; hot functions still tier up, a little later. Set before PGlite instantiates its module.
 if (Number(process.versions.v8.split('.')[0]) < 13) v8.setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
 
 const config = resolveSecretKey(loadConfig());

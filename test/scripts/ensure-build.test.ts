@@ -30,6 +30,10 @@ fs.appendFileSync('bundles.log', process.pid + '\\n');
 if (process.env.FAKE_BUNDLE_EXIT) process.exit(Number(process.env.FAKE_BUNDLE_EXIT));
 fs.mkdirSync('dist/bundle', { recursive: true });
 fs.writeFileSync('dist/bundle/server.js', fs.readFileSync('dist/src/server.js'));
+if (!process.env.FAKE_BUNDLE_NO_MANIFEST) {
+  const bundledVersion = JSON.parse(fs.readFileSync('node_modules/bundled-dep/package.json', 'utf8')).version;
+  fs.writeFileSync('dist/bundle/build.json', JSON.stringify({ files: ['server.js'], packages: { 'node_modules/bundled-dep': bundledVersion } }));
+}
 `;
 
 interface Run {
@@ -72,6 +76,9 @@ beforeEach(() => {
   writeFileSync(path.join(root, 'package.json'), '{"name": "fake", "type": "module"}\n');
   writeFileSync(path.join(root, 'tsconfig.json'), '{}\n');
   writeFileSync(path.join(root, 'tsconfig.build.json'), '{}\n');
+  // A package the fake bundle says it holds, at the version it bundled.
+  mkdirSync(path.join(root, 'node_modules', 'bundled-dep'), { recursive: true });
+  writeFileSync(path.join(root, 'node_modules', 'bundled-dep', 'package.json'), '{"name": "bundled-dep", "version": "1.0.0"}\n');
   mkdirSync(path.join(root, 'node_modules', 'typescript', 'bin'), { recursive: true });
   writeFileSync(path.join(root, 'node_modules', 'typescript', 'package.json'), '{"name": "typescript"}\n');
   writeFileSync(path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), FAKE_TSC);
@@ -206,6 +213,25 @@ describe('scripts/ensure-build.mjs', () => {
     const retried = await run();
     expect(retried.code).toBe(0);
     expect(builds()).toBe(2);
+  });
+
+  it('builds again when a bundled package was installed at another version, or dist/bundle/ is gone', async () => {
+    await run();
+    writeFileSync(path.join(root, 'node_modules', 'bundled-dep', 'package.json'), '{"name": "bundled-dep", "version": "1.0.1"}\n');
+    expect((await run()).output).toContain('building dist/ with tsc: node_modules/bundled-dep is now 1.0.1 (bundled: 1.0.0)');
+    expect(builds()).toBe(2);
+
+    rmSync(path.join(root, 'dist', 'bundle'), { recursive: true });
+    expect((await run()).output).toContain('building dist/ with tsc: dist/bundle/ is missing');
+    expect(builds()).toBe(3);
+    expect((await run()).output).toContain('dist/ is up to date');
+  });
+
+  it('a bundle step that writes no manifest fails the build', async () => {
+    const failed = await run([], { FAKE_BUNDLE_NO_MANIFEST: '1' });
+    expect(failed.code).toBe(1);
+    expect(failed.output).toContain('bundling failed (exit 0, no dist/bundle/build.json)');
+    expect(existsSync(path.join(root, 'dist', '.build-stamp.json'))).toBe(false);
   });
 
   it('a failed bundle exits non-zero, leaves no stamp, and the next run builds again', async () => {
