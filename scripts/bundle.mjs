@@ -78,21 +78,35 @@ function isCommonJs(file) {
   return true;
 }
 
+/** Top-level packages the lock file marks dev-only: not in a production install (`npm prune --omit=dev`). */
+function devOnlyPackages(root) {
+  try {
+    const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8'));
+    return new Set(Object.entries(lock.packages ?? {}).filter(([dir, entry]) => entry.dev === true && /^node_modules\/(@[^/]+\/)?[^/]+$/.test(dir)).map(([dir]) => dir.slice('node_modules/'.length)));
+  } catch {
+    return new Set();
+  }
+}
+
 /**
  * Marks the listed packages external where they resolve to their top-level copy: an external
  * import is resolved again at run time from the bundle's directory, that is from the top-level
  * node_modules, so a different copy nested under an importer (the AI SDK's own undici) is
- * bundled instead. Fails the build on an `import()` of a CommonJS package that would be bundled.
+ * bundled instead. A dev-only package stays external too: production code can reach one only
+ * through an optional import (debug's `try { require('supports-color') }`), which must find it
+ * missing in production as it did unbundled. Fails the build on an `import()` of a CommonJS
+ * package that would be bundled.
  */
 function externalPackages(root) {
   const external = new Set(EXTERNAL_PACKAGES);
+  const devOnly = devOnlyPackages(root);
   return {
     name: 'external-packages',
     setup(build) {
       build.onResolve({ filter: /^[^./]/ }, async (args) => {
         const name = packageOf(args.path);
         if (!name || args.pluginData === 'resolving') return undefined;
-        const listed = external.has(name);
+        const listed = external.has(name) || devOnly.has(name);
         if (!listed && args.kind !== 'dynamic-import') return undefined;
         const resolved = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: 'resolving' });
         // Not installed: a listed package stays an import (it fails at run time, as it did unbundled);
