@@ -64,6 +64,19 @@ function touch(file: string, secondsFromNow = 5) {
   utimesSync(path.join(root, file), when, when);
 }
 
+/** A build whose step fails (`env` makes the fake fail): exit `code`, says `message`, no stamp or lock left; the next run builds. */
+async function expectFailedThenBuilt(env: Record<string, string>, code: number, message: string) {
+  const failed = await run([], env);
+  expect(failed.code).toBe(code);
+  expect(failed.output).toContain(message);
+  expect(existsSync(path.join(root, 'dist', '.build-stamp.json'))).toBe(false);
+  expect(existsSync(path.join(root, '.build.lock'))).toBe(false);
+
+  const retried = await run();
+  expect(retried.code).toBe(0);
+  expect(builds()).toBe(2);
+}
+
 beforeEach(() => {
   root = mkdtempSync(path.join(tmpdir(), 'ensure-build-'));
   mkdirSync(path.join(root, 'scripts'));
@@ -204,15 +217,7 @@ describe('scripts/ensure-build.mjs', () => {
   });
 
   it('a failed build exits non-zero, leaves no stamp, and the next run builds again', async () => {
-    const failed = await run([], { FAKE_TSC_EXIT: '2' });
-    expect(failed.code).toBe(2);
-    expect(failed.output).toContain('tsc failed (exit 2)');
-    expect(existsSync(path.join(root, 'dist', '.build-stamp.json'))).toBe(false);
-    expect(existsSync(path.join(root, '.build.lock'))).toBe(false);
-
-    const retried = await run();
-    expect(retried.code).toBe(0);
-    expect(builds()).toBe(2);
+    await expectFailedThenBuilt({ FAKE_TSC_EXIT: '2' }, 2, 'tsc failed (exit 2)');
   });
 
   it('builds again when a bundled package was installed at another version, or dist/bundle/ is gone', async () => {
@@ -227,23 +232,12 @@ describe('scripts/ensure-build.mjs', () => {
     expect((await run()).output).toContain('dist/ is up to date');
   });
 
-  it('a bundle step that writes no manifest fails the build', async () => {
-    const failed = await run([], { FAKE_BUNDLE_NO_MANIFEST: '1' });
-    expect(failed.code).toBe(1);
-    expect(failed.output).toContain('bundling failed (exit 0, no dist/bundle/build.json)');
-    expect(existsSync(path.join(root, 'dist', '.build-stamp.json'))).toBe(false);
+  it('a bundle step that writes no manifest fails the build; the next run builds again', async () => {
+    await expectFailedThenBuilt({ FAKE_BUNDLE_NO_MANIFEST: '1' }, 1, 'bundling failed (exit 0, no dist/bundle/build.json)');
   });
 
   it('a failed bundle exits non-zero, leaves no stamp, and the next run builds again', async () => {
-    const failed = await run([], { FAKE_BUNDLE_EXIT: '3' });
-    expect(failed.code).toBe(3);
-    expect(failed.output).toContain('bundling failed (exit 3)');
-    expect(existsSync(path.join(root, 'dist', '.build-stamp.json'))).toBe(false);
-    expect(existsSync(path.join(root, '.build.lock'))).toBe(false);
-
-    const retried = await run();
-    expect(retried.code).toBe(0);
-    expect(builds()).toBe(2);
+    await expectFailedThenBuilt({ FAKE_BUNDLE_EXIT: '3' }, 3, 'bundling failed (exit 3)');
     expect(bundles()).toBe(2);
     expect((await run()).output).toContain('dist/ is up to date');
   });
