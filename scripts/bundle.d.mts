@@ -1,7 +1,4 @@
 // Types of scripts/bundle.mjs for the TypeScript that imports it (test/support/global-setup.ts).
 import type { BuildResult } from 'esbuild';
 
-export declare const EXTERNAL_PACKAGES: string[];
-export declare const BUNDLE_ENTRIES: Record<'server' | 'worker', string>;
-export declare const BUNDLE_MANIFEST: string;
 export declare function bundleService(options: { root: string; entryPoints: Record<string, string>; outdir: string; metafile?: boolean }): Promise<BuildResult>;

@@ -15,6 +15,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { installedVersion } from './installed-version.mjs';
 
 /**
  * Packages never bundled, each for a reason:
@@ -29,7 +30,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
  *   in a chunk of its own esbuild gives it only a default export, so `(await import(x)).name`
  *   would be undefined (the build fails instead, see dynamicImportsOfCommonJs).
  */
-export const EXTERNAL_PACKAGES = [
+const EXTERNAL_PACKAGES = [
   '@electric-sql/pglite',
   '@electric-sql/pglite-pgvector',
   '@fastify/swagger-ui',
@@ -151,9 +152,9 @@ export async function bundleService({ root, entryPoints, outdir, metafile = fals
 }
 
 /** The build's bundle (`node scripts/bundle.mjs`, run by ensure-build.mjs after tsc): dist/src → dist/bundle. */
-export const BUNDLE_ENTRIES = { server: 'dist/src/server.js', worker: 'dist/src/worker.js' };
-/** What a build of dist/bundle/ wrote (its files, the previous build's) and which package versions it holds. */
-export const BUNDLE_MANIFEST = 'build.json';
+const BUNDLE_ENTRIES = { server: 'dist/src/server.js', worker: 'dist/src/worker.js' };
+/** What a build of dist/bundle/ wrote (its files) and which package versions it holds; read by ensure-build.mjs. */
+const BUNDLE_MANIFEST = 'build.json';
 
 /**
  * The packages the bundle holds (their directory under the project, as esbuild read them) with
@@ -164,12 +165,7 @@ function bundledPackages(metafile, root) {
   const packages = {};
   for (const input of Object.keys(metafile.inputs)) {
     const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input.split(path.sep).join('/'));
-    if (!match || packages[match[1]] !== undefined) continue;
-    try {
-      packages[match[1]] = JSON.parse(readFileSync(path.join(root, match[1], 'package.json'), 'utf8')).version ?? '';
-    } catch {
-      packages[match[1]] = '';
-    }
+    if (match && packages[match[1]] === undefined) packages[match[1]] = installedVersion(root, match[1]) ?? '';
   }
   return packages;
 }
@@ -193,7 +189,7 @@ async function buildDistBundle(root) {
   mkdirSync(outdir, { recursive: true });
   const keep = new Set([...files, ...previous, BUNDLE_MANIFEST]);
   for (const name of readdirSync(outdir)) if (!keep.has(name)) rmSync(path.join(outdir, name), { recursive: true, force: true });
-  writeFileSync(manifestFile, `${JSON.stringify({ files, previousFiles: previous, packages: bundledPackages(result.metafile, root) }, null, 2)}\n`);
+  writeFileSync(manifestFile, `${JSON.stringify({ files, packages: bundledPackages(result.metafile, root) }, null, 2)}\n`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {

@@ -19,6 +19,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { installedVersion } from './installed-version.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = path.join(ROOT, 'dist');
@@ -29,7 +30,7 @@ const BUNDLE = path.join(ROOT, 'scripts', 'bundle.mjs');
 /** Written by scripts/bundle.mjs: the bundle's files and the package versions it holds. */
 const BUNDLE_MANIFEST = path.join(DIST, 'bundle', 'build.json');
 /** Files outside src/ that change what the build emits (src/**, minus tests, is walked). */
-const ROOT_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'drizzle.config.ts', 'scripts/bundle.mjs'];
+const ROOT_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'drizzle.config.ts', 'scripts/bundle.mjs', 'scripts/installed-version.mjs'];
 /** A lock held longer than this by a process we cannot check (another host) is presumed abandoned. */
 const LOCK_STALE_MS = 10 * 60_000;
 const LOCK_WAIT_MS = Number(process.env.ENSURE_BUILD_LOCK_WAIT_MS ?? 15 * 60_000);
@@ -84,12 +85,7 @@ function readBundleManifest() {
  */
 function changedBundledPackage(manifest) {
   for (const [dir, version] of Object.entries(manifest.packages ?? {})) {
-    let installed;
-    try {
-      installed = JSON.parse(readFileSync(path.join(ROOT, dir, 'package.json'), 'utf8')).version ?? '';
-    } catch {
-      installed = undefined;
-    }
+    const installed = installedVersion(ROOT, dir);
     if (installed !== version) return `${dir} is ${installed === undefined ? 'no longer installed' : `now ${installed}`} (bundled: ${version})`;
   }
   return undefined;

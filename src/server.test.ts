@@ -6,11 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { createTestApp, TEST_SECRET_KEY } from '../test/support/app.js';
 import { parseSse } from '../test/support/chat.js';
 import { buildDocx, buildPdf } from '../test/support/document-files.js';
+import { docsBase } from '../test/support/documents.js';
 import { buildXlsx } from '../test/support/office-files.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
 import { spawnService } from '../test/support/processes.js';
 import { freePort } from '../test/support/redis-server.js';
-import { sleep } from '../test/support/wait.js';
+import { sleep, waitUntil } from '../test/support/wait.js';
 
 const accepts = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -90,7 +91,7 @@ describe('the bundled server (what `npm start` runs: scripts/bundle.mjs)', () =>
         { name: 'notes.docx', content_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', bytes: buildDocx(['A copper kettle in Word.']) },
         { name: 'orders.xlsx', content_type: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', bytes: buildXlsx([{ name: 'Orders', rows: [['copper kettle']] }]) },
       ];
-      const wsDocs = `/api/workspaces/${json(workspace).id}/documents/`;
+      const wsDocs = docsBase(json(workspace).id!);
       for (const file of files) {
         const started = await call('POST', `${wsDocs}upload/`, { name: file.name, content_type: file.content_type, size: file.bytes.length }, token);
         expect(started.status, started.text).toBe(201);
@@ -99,11 +100,10 @@ describe('the bundled server (what `npm start` runs: scripts/bundle.mjs)', () =>
         const put = await fetch(`${base}${signed.pathname}${signed.search}`, { method: 'PUT', headers: upload.headers, body: file.bytes });
         expect(put.status, await put.text()).toBe(200);
         expect((await call('POST', `${wsDocs}${document.id}/confirm-upload/`, {}, token)).status).toBe(202);
-        let status = '';
-        for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(100)) {
-          status = json(await call('GET', `${wsDocs}${document.id}/processing-status/`, undefined, token)).processing_status!;
-          if (status !== 'pending' && status !== 'processing') break;
-        }
+        const status = await waitUntil(async () => {
+          const current = json(await call('GET', `${wsDocs}${document.id}/processing-status/`, undefined, token)).processing_status;
+          return current !== 'pending' && current !== 'processing' && current;
+        }, 30_000);
         expect(status, `${file.name}\n${server.output().slice(-3000)}`).toBe('ready');
       }
 

@@ -81,6 +81,7 @@ beforeEach(() => {
   root = mkdtempSync(path.join(tmpdir(), 'ensure-build-'));
   mkdirSync(path.join(root, 'scripts'));
   copyFileSync(SCRIPT, path.join(root, 'scripts', 'ensure-build.mjs'));
+  copyFileSync(path.join(path.dirname(SCRIPT), 'installed-version.mjs'), path.join(root, 'scripts', 'installed-version.mjs'));
   writeFileSync(path.join(root, 'scripts', 'bundle.mjs'), FAKE_BUNDLE);
   mkdirSync(path.join(root, 'src', 'db'), { recursive: true });
   writeFileSync(path.join(root, 'src', 'server.ts'), 'export {};\n');

@@ -11,13 +11,13 @@ import { runMigrations } from '../../src/db/migrate.js';
 import { undocumentedStatuses } from './api-coverage.js';
 import { deleteKeys } from './redis.js';
 
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
 /**
  * On PostgreSQL (TEST_DATABASE_URL set) one template database is migrated once per run; every
  * worker clones it (CREATE DATABASE ... TEMPLATE), which is much faster than migrating again.
  * Run ids keep concurrent runs on one server apart. On PGlite each worker migrates its own.
  */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
 export default async function setup(project: TestProject) {
   const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   project.provide('testRunId', runId);
