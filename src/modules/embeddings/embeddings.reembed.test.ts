@@ -1,7 +1,7 @@
 import { and, eq, like } from 'drizzle-orm';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp, useTestApp } from '../../../test/support/app.js';
 import { createKb, docsBase, LIFTED_THROTTLES, readyTextDocument, uploadFile } from '../../../test/support/documents.js';
 import { newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
@@ -238,6 +238,45 @@ describe('changing EMBEDDING_MODEL', () => {
         after = undefined;
         const [, large] = await generations();
         expect((await backfillJobs()).map((job) => job.payload)).toEqual([{ generation: large!.id }]);
+      }),
+  );
+
+  it.skipIf(!process.env.TEST_DATABASE_URL)(
+    'a failed background check is tried again a minute later, not at every call before that (PostgreSQL)',
+    () =>
+      withChunksLocked(async (release) => {
+        // Only Date is faked: the retry is timed by the clock, everything else runs for real.
+        vi.useFakeTimers({ toFake: ['Date'] });
+        try {
+          const embeddings = after!.deps.services.embeddings;
+          await embeddings.ready();
+          // The count of chunks lacking vectors waits on the lock; its connection is then dropped.
+          const waiting = () =>
+            queryRows<{ pid: number }>(
+              db(),
+              sql`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%NOT EXISTS (SELECT 1 FROM chunk_embeddings%'`,
+            );
+          await expect.poll(async () => (await waiting()).length, { timeout: 10_000 }).toBe(1);
+          await queryRows(db(), sql`SELECT pg_terminate_backend(${(await waiting())[0]!.pid})`);
+          await embeddings.settled();
+          await release();
+          expect(await backfillJobs()).toHaveLength(0);
+
+          // Within the minute, calls do not try again (each would read every chunk).
+          vi.setSystemTime(Date.now() + 59_000);
+          await embeddings.ready();
+          await embeddings.settled();
+          expect(await backfillJobs()).toHaveLength(0);
+
+          // A minute after the failure, the next call does, and queues the backfill.
+          vi.setSystemTime(Date.now() + 2_000);
+          await embeddings.ready();
+          await embeddings.settled();
+          const [, large] = await generations();
+          expect((await backfillJobs()).map((job) => job.payload)).toEqual([{ generation: large!.id }]);
+        } finally {
+          vi.useRealTimers();
+        }
       }),
   );
 
