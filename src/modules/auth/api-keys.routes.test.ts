@@ -1,3 +1,5 @@
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { forgetCachedAccess, useTestApp } from '../../../test/support/app.js';
@@ -293,6 +295,36 @@ describe('a key restricted to a workspace', () => {
     }
   });
 
+  it('holds over real connections whose bodies arrive later, interleaved with an unrestricted request', async () => {
+    // The restriction lives in the request's async context, set before the body is read. A body
+    // read from the socket later must still run in its own request's context: one lost would
+    // leave the key unrestricted, one mixed up would give it another request's.
+    const { alice, other, as } = await setup();
+    const address = new URL(await t.app.listen({ port: 0, host: '127.0.0.1' }));
+    try {
+      for (const first of ['key', 'session'] as const) {
+        const key = postLater(address, '/api/teams/', as.token, { workspace: other.id, name: `By key, ${first} first` });
+        const session = postLater(address, '/api/teams/', alice.token, { workspace: other.id, name: `By session, ${first} first` });
+        await Promise.all([key.headersSent, session.headersSent]);
+        // Both requests are being served (authenticated, waiting for their bodies) before either body is sent.
+        await sleep(50);
+        const [one, two] = first === 'key' ? [key, session] : [session, key];
+        one.sendBody();
+        await one.answer;
+        two.sendBody();
+        const [byKey, bySession] = await Promise.all([key.answer, session.answer]);
+        expect(byKey.status, byKey.body).toBe(403);
+        expect(JSON.parse(byKey.body)).toEqual({ detail: expect.any(String), code: 'api_key_workspace_denied' });
+        expect(bySession.status, bySession.body).toBe(201);
+      }
+    } finally {
+      t.app.server.closeAllConnections();
+      await t.app.server.close();
+    }
+    const teams = (await t.get(`/api/teams/?workspace=${other.id}`, alice)).json();
+    expect(teams.results.map((team: { name: string }) => team.name).sort()).toEqual(['By session, key first', 'By session, session first', 'Elsewhere']);
+  });
+
   it('answers 404, as to a non-member, for objects of another workspace reached by their own id', async () => {
     const { otherTeam, as } = await setup();
     expect((await t.get(`/api/teams/${otherTeam.id}/`, as)).statusCode).toBe(404);
@@ -325,3 +357,29 @@ describe('a key restricted to a workspace', () => {
     expect((await t.get('/api/users/me/', alice)).json().workspaces).toHaveLength(3);
   });
 });
+
+/**
+ * A JSON POST over its own connection, its headers sent at once and its body only when asked:
+ * the body then reaches the server in a later read of the socket, as from a slow client.
+ */
+function postLater(base: URL, path: string, token: string, body: unknown) {
+  const payload = JSON.stringify(body);
+  const socket = net.connect(Number(base.port), base.hostname);
+  const headersSent = new Promise<void>((resolve) =>
+    socket.once('connect', () => {
+      socket.write(
+        `POST ${path} HTTP/1.1\r\nhost: ${base.host}\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\n` +
+          `content-length: ${Buffer.byteLength(payload)}\r\nconnection: close\r\n\r\n`,
+        () => resolve(),
+      );
+    }),
+  );
+  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk) => (text += chunk));
+    socket.on('error', reject);
+    socket.on('end', () => resolve({ status: Number(text.split(' ')[1]), body: text.slice(text.indexOf('\r\n\r\n') + 4) }));
+  });
+  return { headersSent, answer, sendBody: () => socket.write(payload) };
+}
