@@ -36,6 +36,7 @@ import { registerRequestTracing } from './platform/tracing.js';
 import { serializerCompiler } from './platform/serializer.js';
 import { rateLimitHeaders } from './platform/ratelimit/headers.js';
 import { currentRequestContext, runWithRequestContext } from './platform/request-context.js';
+import { requestTimeouts } from './platform/listen.js';
 import { isLocalStorage } from './platform/storage/local.js';
 import { localStorageRoutes } from './platform/storage/local.routes.js';
 
@@ -73,6 +74,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    ...requestTimeouts(config.REQUEST_TIMEOUT_SECONDS),
     // X-Forwarded-For decides the client IP (per-IP throttles) only from proxies the operator names.
     trustProxy: config.TRUST_PROXY as FastifyServerOptions['trustProxy'],
     genReqId: (request) => {

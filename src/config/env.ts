@@ -216,13 +216,19 @@ const envSchema = z.object({
   RUN_WORKER_IN_PROCESS: optionalString.pipe(z.enum(['true', 'false']).optional()),
   /** Largest JSON request body accepted, in bytes. */
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
-  /** Seconds to wait for streams and jobs to drain on shutdown. */
+  /**
+   * Longest a request may take to arrive, headers and body, before it is answered 408 and its
+   * connection closed (slow or stalled clients hold a connection and memory). Its answer may take
+   * longer (streams). 0: no limit, for a proxy in front that enforces one.
+   */
+  REQUEST_TIMEOUT_SECONDS: z.coerce.number().min(0).max(86_400).default(300),
   /** Seconds between `: ping` comments on an idle event stream. */
   SSE_HEARTBEAT_SECONDS: z.coerce.number().min(0.05).max(300).default(15),
   /** Seconds a chat stream's events stay available for reattaching after its last event. */
   STREAM_BUFFER_TTL_SECONDS: z.coerce.number().min(0.1).max(86_400).default(600),
   /** Events kept per chat stream for reattaching (the oldest go first). */
   STREAM_BUFFER_MAX_EVENTS: z.coerce.number().int().min(10).max(1_000_000).default(10_000),
+  /** Seconds to wait for streams and jobs to drain on shutdown. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).max(600).default(25),
 });
 
