@@ -35,7 +35,19 @@ const tracing = startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, ser
 // start-up: begun first, it runs while the services and routes below are loaded. createDeps
 // awaits it (and reports its failure); the empty handler only keeps it from counting as unhandled
 // meanwhile.
-const opening = openServiceDatabase(config);
+// The embedded database can stop for good (PostgreSQL's PANIC, e.g. its log could not grow on a
+// full disk): every statement would fail from then on, so the process shuts down with status 1
+// for its supervisor to start it again once the cause is fixed (a disk still full fails that
+// start, saying so). Only the error's code and message are logged.
+// eslint-disable-next-line prefer-const -- set once the service can shut down; read if the database stops before
+let stopService: ((reason: string, exitCode: number) => void) | undefined;
+function databaseStopped(error: Error) {
+  const { code, severity } = error as Error & { code?: unknown; severity?: unknown };
+  log.fatal({ fault: { code, severity, message: error.message.slice(0, 300) } }, 'the embedded database stopped; shutting down');
+  if (stopService) stopService('embedded database stopped', 1);
+  else process.exit(1);
+}
+const opening = openServiceDatabase(config, { onStopped: databaseStopped });
 opening.catch(() => undefined);
 const [{ createDeps }, { buildApp }, { serveMetrics }] = await Promise.all([
   import('./deps.js'),
@@ -50,7 +62,7 @@ const app = await buildApp(deps);
 // eslint-disable-next-line prefer-const -- read by the stop handler, which must exist before it is set
 let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
 let stopping = false;
-onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
+stopService = onShutdownSignal(log, config.SHUTDOWN_GRACE_SECONDS, async () => {
   stopping = true;
   // Stop accepting requests and wait for the ones in flight (open streams included).
   await app.close();

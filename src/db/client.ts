@@ -12,6 +12,7 @@ import type pg from 'pg';
 import type PgDriver from 'pg';
 import { SpanKind } from '@opentelemetry/api';
 import type { PoolStats } from '../platform/metrics.js';
+import { explainOpenFailure, guardPglite } from './pglite-guard.js';
 import { tracingEnabled, withSpan } from '../platform/tracing.js';
 
 /** The one database type every repo uses; PGlite and node-postgres both satisfy it. */
@@ -52,6 +53,8 @@ export interface DatabaseOptions {
    * (partition, hung host) fails the query instead of holding the request. Default 30,000 ms.
    */
   queryTimeoutMs?: number;
+  /** PGlite only: called once if the embedded database stops for good (see openPglite). */
+  onStopped?: (error: Error) => void;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
@@ -60,7 +63,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const [{ default: driver }, { drizzle }] = await Promise.all([import('pg'), import('drizzle-orm/node-postgres')]);
     return openPostgres({ pg: driver, drizzlePg: drizzle }, options.url, options);
   }
-  return openPglite(options.pgliteDir ?? 'memory://');
+  return openPglite(options.pgliteDir ?? 'memory://', { onStopped: options.onStopped });
 }
 
 /**
@@ -135,14 +138,30 @@ function openPostgres(
   };
 }
 
-export async function openPglite(dir: string, loadDataDir?: Blob): Promise<Database & { client: PGlite }> {
-  if (!dir.startsWith('memory://')) mkdirSync(path.resolve(dir), { recursive: true });
-  const client = await PGlite.create({ dataDir: dir, extensions: { vector }, loadDataDir });
+export { EmbeddedDatabaseStoppedError } from './pglite-guard.js';
+
+export interface PgliteOptions {
+  loadDataDir?: Blob;
+  /**
+   * Called once if the instance stops for good (PostgreSQL's PANIC or FATAL, e.g. its
+   * write-ahead log could not grow on a full disk; pglite-guard.ts). server.ts restarts the process.
+   */
+  onStopped?: (error: Error) => void;
+}
+
+export async function openPglite(dir: string, options: PgliteOptions = {}): Promise<Database & { client: PGlite }> {
+  const onDisk = !dir.startsWith('memory://');
+  if (onDisk) mkdirSync(path.resolve(dir), { recursive: true });
+  const client = await PGlite.create({ dataDir: dir, extensions: { vector }, loadDataDir: options.loadDataDir }).catch((error: unknown) => {
+    throw onDisk ? explainOpenFailure(dir, error) : error;
+  });
   await client.exec(
     Object.entries(EMBEDDED_VECTOR_SEARCH_SETTINGS)
       .map(([name, value]) => `SET ${name} = ${value};`)
       .join(' '),
   );
+  traceQueries(client);
+  const guard = guardPglite(client, { onStopped: options.onStopped, wrapTransaction: traceQueries });
   // One connection, queries run one at a time: in use while any runs, the rest wait.
   let inFlight = 0;
   const counted =
@@ -155,13 +174,9 @@ export async function openPglite(dir: string, loadDataDir?: Blob): Promise<Datab
         inFlight -= 1;
       }
     };
-  traceQueries(client);
-  const query = client.query.bind(client);
-  client.query = counted(query) as typeof client.query;
-  const transaction = client.transaction.bind(client);
-  client.transaction = counted(<T>(callback: Parameters<typeof transaction<T>>[0]) =>
-    transaction<T>((tx) => callback(traceQueries(tx))),
-  ) as typeof client.transaction;
+  client.query = counted(client.query.bind(client)) as typeof client.query;
+  client.exec = counted(client.exec.bind(client)) as typeof client.exec;
+  client.transaction = counted(client.transaction.bind(client)) as typeof client.transaction;
   const db = drizzlePglite(client) as unknown as Db;
   return {
     db,
@@ -171,7 +186,10 @@ export async function openPglite(dir: string, loadDataDir?: Blob): Promise<Datab
     ping: async () => {
       await db.execute(sql`select 1`);
     },
-    close: () => client.close(),
+    // A stopped instance is left alone: closing it would run postgres again.
+    close: async () => {
+      if (!guard.stopped()) await client.close();
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Config } from '../config/env.js';
-import { type Database, openDatabase } from './client.js';
+import { type Database, type DatabaseOptions, openDatabase } from './client.js';
 import { runMigrations } from './migrate.js';
 
 /**
@@ -8,8 +8,9 @@ import { runMigrations } from './migrate.js';
  * the promise over, so PGlite's start (its WASM instance, the slowest step of start-up) runs
  * while the rest of the service is still being loaded.
  */
-export async function openServiceDatabase(config: Config): Promise<Database> {
+export async function openServiceDatabase(config: Config, options: Pick<DatabaseOptions, 'onStopped'> = {}): Promise<Database> {
   const database = await openDatabase({
+    ...options,
     url: config.DATABASE_URL,
     pgliteDir: `${config.DATA_DIR}/db`,
     poolSize: config.DATABASE_POOL_SIZE,

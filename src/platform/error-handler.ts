@@ -3,8 +3,8 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
-import { AppError, type FieldErrors, ServiceUnavailableError } from './errors.js';
-import { describeDependencyFault } from './faults.js';
+import { AppError, type FieldErrors, ServiceUnavailableError, StorageFullError } from './errors.js';
+import { describeDependencyFault, findDiskFull } from './faults.js';
 import { multipartClientError } from './multipart.js';
 import { fieldErrorsOf } from './zod-issues.js';
 
@@ -16,6 +16,8 @@ export interface ErrorBody {
 }
 
 type KnownError = { status: number; code: string; detail: string };
+
+const DATABASE_FULL_DETAIL = "The service's storage is full; nothing was stored. Please try again later or contact the operator.";
 
 /*
  * Fastify's own errors that are the client's fault, mapped to our codes. Their messages are never
@@ -93,6 +95,13 @@ export function registerErrorHandler(app: FastifyInstance): void {
     if (multipart) return sendError(reply, multipart.status, { detail: multipart.detail, code: multipart.code });
     const known = frameworkClientError(error);
     if (known) return sendError(reply, known.status, { detail: known.detail, code: known.code });
+    // The database's disk is full: 507 as for the file store, nothing was stored.
+    const diskFull = findDiskFull(error);
+    if (diskFull) {
+      request.log.error({ fault: { code: '53100', message: diskFull.message.slice(0, 200) } }, 'database disk full');
+      const full = new StorageFullError(DATABASE_FULL_DETAIL);
+      return sendError(reply, full.status, { detail: full.detail, code: full.code });
+    }
     // PostgreSQL or Redis cannot be reached: the client should retry, nothing is broken. Only the
     // driver's code and message are logged; Drizzle's wrapper holds the SQL and its parameters.
     const fault = describeDependencyFault(error);

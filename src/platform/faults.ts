@@ -41,20 +41,34 @@ const UNAVAILABLE_MESSAGES = [
 
 const MAX_NODES = 32;
 
-/** The recognised dependency fault inside `error`, if any (depth-first through cause and errors). */
-export function findDependencyFault(error: unknown): Error | undefined {
+/** The first error in `error`'s tree (breadth-first through cause and errors) that `matches`. */
+function findInTree(error: unknown, matches: (error: Error) => boolean): Error | undefined {
   const pending: unknown[] = [error];
   const seen = new Set<unknown>();
   while (pending.length && seen.size < MAX_NODES) {
     const current = pending.shift();
     if (!current || typeof current !== 'object' || seen.has(current)) continue;
     seen.add(current);
-    if (current instanceof Error && isFaultItself(current)) return current;
+    if (current instanceof Error && matches(current)) return current;
     const { cause, errors } = current as { cause?: unknown; errors?: unknown };
     if (cause !== undefined) pending.push(cause);
     if (Array.isArray(errors)) pending.push(...errors);
   }
   return undefined;
+}
+
+/** The recognised dependency fault inside `error`, if any (through cause and errors). */
+export function findDependencyFault(error: unknown): Error | undefined {
+  return findInTree(error, isFaultItself);
+}
+
+/**
+ * PostgreSQL's disk_full (SQLSTATE 53100) inside `error`, if any: the database could not write
+ * (a table or its log could not grow), so nothing was stored. The embedded database may stop
+ * for good after it (db/client.ts); PostgreSQL's server carries on.
+ */
+export function findDiskFull(error: unknown): Error | undefined {
+  return findInTree(error, (e) => (e as { code?: unknown }).code === '53100');
 }
 
 /** True when `error` (or anything it wraps) says PostgreSQL or Redis cannot be reached now. */

@@ -2,17 +2,24 @@ import type { Logger } from 'pino';
 
 /**
  * Runs `shutdown` once on SIGTERM or SIGINT and exits; if it takes longer than the grace period
- * the process exits anyway with status 1. A second signal exits at once.
+ * the process exits anyway with status 1. A second signal exits at once. Returns a function that
+ * starts the same shutdown from inside the process (a dependency that stopped for good), ending
+ * with `exitCode` however the shutdown went.
  */
-export function onShutdownSignal(log: Logger, graceSeconds: number, shutdown: () => Promise<void>): void {
+export function onShutdownSignal(log: Logger, graceSeconds: number, shutdown: () => Promise<void>): (reason: string, exitCode: number) => void {
   let stopping = false;
-  const handle = (signal: NodeJS.Signals) => {
+  let finalCode = 0;
+  const begin = (fields: Record<string, unknown>, exitCode: number | undefined) => {
+    finalCode = Math.max(finalCode, exitCode ?? 0);
     if (stopping) {
-      log.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
+      if (exitCode === undefined) {
+        log.warn(fields, 'second signal: exiting now');
+        process.exit(1);
+      }
+      return;
     }
     stopping = true;
-    log.info({ signal, graceSeconds }, 'shutting down');
+    log.info({ ...fields, graceSeconds }, 'shutting down');
     const timer = setTimeout(() => {
       log.error('shutdown grace period elapsed: exiting');
       process.exit(1);
@@ -21,7 +28,7 @@ export function onShutdownSignal(log: Logger, graceSeconds: number, shutdown: ()
     shutdown().then(
       () => {
         log.info('shutdown complete');
-        process.exit(0);
+        process.exit(finalCode);
       },
       (error: unknown) => {
         log.error({ err: error }, 'shutdown failed');
@@ -29,6 +36,8 @@ export function onShutdownSignal(log: Logger, graceSeconds: number, shutdown: ()
       },
     );
   };
+  const handle = (signal: NodeJS.Signals) => begin({ signal }, undefined);
   process.once('SIGTERM', handle);
   process.once('SIGINT', handle);
+  return (reason, exitCode) => begin({ reason }, exitCode);
 }
