@@ -9,7 +9,7 @@ import { buildDocx, buildPdf } from '../test/support/document-files.js';
 import { docsBase } from '../test/support/documents.js';
 import { buildXlsx } from '../test/support/office-files.js';
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
-import { spawnService } from '../test/support/processes.js';
+import { httpCaller, spawnService } from '../test/support/processes.js';
 import { freePort } from '../test/support/redis-server.js';
 import { sleep, waitUntil } from '../test/support/wait.js';
 
@@ -56,14 +56,7 @@ describe('the bundled server (what `npm start` runs: scripts/bundle.mjs)', () =>
       expect(server.child.spawnargs.join(' ')).toContain(`${path.sep}.test-bundles${path.sep}`);
       await server.ready;
       const base = `http://127.0.0.1:${port}`;
-      const call = async (method: string, url: string, body?: unknown, token?: string) => {
-        const res = await fetch(`${base}${url}`, {
-          method,
-          headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        return { status: res.status, type: res.headers.get('content-type') ?? '', text: await res.text() };
-      };
+      const call = httpCaller(base);
       const json = (res: { text: string }) => JSON.parse(res.text) as Record<string, string>;
 
       const credentials = { email: 'bundle@example.com', password: 'a long enough password 1' };

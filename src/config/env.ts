@@ -219,7 +219,8 @@ const envSchema = z.object({
   /**
    * Longest a request may take to arrive, headers and body, before it is answered 408 and its
    * connection closed (slow or stalled clients hold a connection and memory). Its answer may take
-   * longer (streams). 0: no limit, for a proxy in front that enforces one.
+   * longer (streams). 0: no limit on the whole request (Node's 60 s for the headers still
+   * applies), for a proxy in front that enforces one.
    */
   REQUEST_TIMEOUT_SECONDS: z.coerce.number().min(0).max(86_400).default(300),
   /** Seconds between `: ping` comments on an idle event stream. */

@@ -30,8 +30,10 @@ type Statements = Pick<PGlite, 'query' | 'exec'>;
  * same holds per transaction, except that its statements never settle after the stop (PGlite
  * would otherwise send ROLLBACK) while the transaction's caller gets the error.
  *
- * Replaces `query`, `exec` and `transaction` on `client`; `wrapTransaction` is applied to each
- * transaction's statements after the guard's own (tracing).
+ * Replaces `query`, `exec` and `transaction` on `client`, and a transaction's `query` and `exec`
+ * (what drizzle and the migrations use; PGlite's other methods, such as `tx.sql` or `listen`,
+ * are not guarded and not used). `wrapTransaction` is applied to each transaction's statements
+ * after the guard's own (tracing).
  */
 export function guardPglite(
   client: PGlite,

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_SECRET_KEY } from '../../test/support/app.js';
 import { fillFileSystem } from '../../test/support/full-disk.js';
-import { spawnService } from '../../test/support/processes.js';
+import { httpCaller, spawnService } from '../../test/support/processes.js';
 import { freePort } from '../../test/support/redis-server.js';
 
 /**
@@ -55,6 +55,11 @@ describe.skipIf(!mounted)('the embedded database on a full disk', () => {
     expect(result.lastRound).toEqual([{ name: 'error', code: '53100', severity: 'PANIC' }, stopped, stopped]);
     expect(result.afterStop).toEqual([stopped, stopped, stopped]);
     expect(result.stoppedWithinMs as number).toBeLessThan(30_000);
+    // As requests: the one that met the stop is told the storage is full; those after it, to retry.
+    expect(result.answers).toEqual({
+      '/met': { status: 507, code: 'storage_full' },
+      '/refused': { status: 503, code: 'service_unavailable', retryAfter: expect.any(String) },
+    });
 
     expect(result.openOnFullDisk).toMatch(/could not start: its file system has 0 MiB free \(is the disk full\?\)/);
 
@@ -76,14 +81,10 @@ describe.skipIf(!mounted)('the embedded database on a full disk', () => {
       });
       try {
         await server.ready;
-        const base = `http://127.0.0.1:${port}`;
+        const http = httpCaller(`http://127.0.0.1:${port}`);
         const call = async (method: string, url: string, body?: unknown, token?: string) => {
-          const res = await fetch(`${base}${url}`, {
-            method,
-            headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-            body: body === undefined ? undefined : JSON.stringify(body),
-          });
-          return { status: res.status, json: (await res.json()) as Record<string, string> };
+          const res = await http(method, url, body, token);
+          return { status: res.status, json: JSON.parse(res.text) as Record<string, string> };
         };
         const credentials = { email: 'full@example.com', password: 'a long enough password 1' };
         expect((await call('POST', '/auth/users/', credentials)).status).toBe(201);

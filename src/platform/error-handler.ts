@@ -95,13 +95,6 @@ export function registerErrorHandler(app: FastifyInstance): void {
     if (multipart) return sendError(reply, multipart.status, { detail: multipart.detail, code: multipart.code });
     const known = frameworkClientError(error);
     if (known) return sendError(reply, known.status, { detail: known.detail, code: known.code });
-    // The database's disk is full: 507 as for the file store, nothing was stored.
-    const diskFull = findDiskFull(error);
-    if (diskFull) {
-      request.log.error({ fault: { code: '53100', message: diskFull.message.slice(0, 200) } }, 'database disk full');
-      const full = new StorageFullError(DATABASE_FULL_DETAIL);
-      return sendError(reply, full.status, { detail: full.detail, code: full.code });
-    }
     // PostgreSQL or Redis cannot be reached: the client should retry, nothing is broken. Only the
     // driver's code and message are logged; Drizzle's wrapper holds the SQL and its parameters.
     const fault = describeDependencyFault(error);
@@ -110,6 +103,14 @@ export function registerErrorHandler(app: FastifyInstance): void {
       const unavailable = new ServiceUnavailableError();
       reply.headers(unavailable.headers!);
       return sendError(reply, unavailable.status, { detail: unavailable.detail, code: unavailable.code });
+    }
+    // The database's disk is full: 507 as for the file store, nothing was stored. After the
+    // unavailable case, whose error may carry a disk-full cause (the embedded database stopped).
+    const diskFull = findDiskFull(error);
+    if (diskFull) {
+      request.log.error({ fault: { code: '53100', message: diskFull.message.slice(0, 200) } }, 'database disk full');
+      const full = new StorageFullError(DATABASE_FULL_DETAIL);
+      return sendError(reply, full.status, { detail: full.detail, code: full.code });
     }
     request.log.error({ err: error }, 'unhandled error');
     return sendError(reply, 500, { detail: 'Internal server error.', code: 'server_error' });

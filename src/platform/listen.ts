@@ -17,8 +17,9 @@ const LONGEST_CHECK_INTERVAL_MS = 30_000;
  * in front: a client that sends its body a byte at a time holds its connection for ever. Node
  * answers an expired request through `clientError` (error-handler.ts: 408 in our shape) and
  * closes the connection; the time to answer, such as a stream's, does not count. The
- * connections are checked a quarter of the limit apart (at most 30 s), so a limit is enforced
- * within 1.25× of it.
+ * connections are checked a quarter of the request limit apart (at most 30 s), so it is enforced
+ * within 1.25× of it (the headers limit, 60 s at the default, within 90 s). With no request limit
+ * (0), Node's headers limit (60 s) still applies.
  */
 export function requestTimeouts(requestTimeoutSeconds: number) {
   if (requestTimeoutSeconds <= 0) return { requestTimeout: 0 };

@@ -8,16 +8,16 @@ import type { Logger } from 'pino';
  */
 export function onShutdownSignal(log: Logger, graceSeconds: number, shutdown: () => Promise<void>): (reason: string, exitCode: number) => void {
   let stopping = false;
+  let signals = 0;
   let finalCode = 0;
   const begin = (fields: Record<string, unknown>, exitCode: number | undefined) => {
     finalCode = Math.max(finalCode, exitCode ?? 0);
-    if (stopping) {
-      if (exitCode === undefined) {
-        log.warn(fields, 'second signal: exiting now');
-        process.exit(1);
-      }
-      return;
+    // A second signal exits at once; a first one while a shutdown from inside is under way waits for it.
+    if (exitCode === undefined && ++signals > 1) {
+      log.warn(fields, 'second signal: exiting now');
+      process.exit(1);
     }
+    if (stopping) return;
     stopping = true;
     log.info({ ...fields, graceSeconds }, 'shutting down');
     const timer = setTimeout(() => {

@@ -6,7 +6,9 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
+import Fastify from 'fastify';
 import { openPglite } from '../../src/db/client.js';
+import { registerErrorHandler } from '../../src/platform/error-handler.js';
 import { fillFileSystem } from './full-disk.js';
 
 const dir = process.argv[2]!;
@@ -45,6 +47,7 @@ result.stopsAfterLargeInsert = stops.length;
 // thread loops; see docs/operations.md, "Failures and what happens".)
 const started = performance.now();
 result.committedRound = -1;
+let metStop: unknown;
 for (let round = 0; round < 12 && stops.length === 0; round++) {
   const update = round % 2 === 0;
   const value = round / 2;
@@ -54,14 +57,29 @@ for (let round = 0; round < 12 && stops.length === 0; round++) {
   const queuedTransaction = db.transaction((tx) => tx.execute(sql`SELECT 1`));
   const settled = await Promise.allSettled([statement, queued, queuedTransaction]);
   if (update && settled[0]!.status === 'fulfilled') result.committedRound = value;
+  if (settled[0]!.status === 'rejected') metStop = settled[0].reason;
   result.lastRound = settled.map((s) => (s.status === 'fulfilled' ? 'ok' : outcome(s.reason)));
 }
 result.stops = stops;
 result.afterStop = await Promise.allSettled([client.query('SELECT 1'), database.ping(), db.transaction((tx) => tx.execute(sql`SELECT 1`))]).then((all) =>
   all.map((s) => (s.status === 'fulfilled' ? 'ok' : outcome(s.reason))),
 );
+const refusedAfterStop = await db.execute(sql`SELECT 1`).catch((error: unknown) => error);
 await database.close();
 result.stoppedWithinMs = Math.round(performance.now() - started);
+
+// What a request is answered with, through the service's error handler: the statement that met
+// the stop (disk full: 507), a statement refused after it (503, though it carries the PANIC as its cause).
+const app = Fastify();
+registerErrorHandler(app);
+app.get('/met', async () => Promise.reject(metStop));
+app.get('/refused', async () => Promise.reject(refusedAfterStop));
+result.answers = {};
+for (const url of ['/met', '/refused']) {
+  const res = await app.inject({ method: 'GET', url });
+  (result.answers as Record<string, unknown>)[url] = { status: res.statusCode, code: res.json().code, retryAfter: res.headers['retry-after'] };
+}
+await app.close();
 
 // Another database cannot even start on the full disk, and says why.
 result.openOnFullDisk = await openPglite(path.join(dir, 'other')).then(

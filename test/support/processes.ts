@@ -106,3 +106,18 @@ export function spawnService(
     },
   };
 }
+
+/**
+ * JSON calls to a service process at `base` (`http://127.0.0.1:PORT`) over real HTTP, with a
+ * bearer token when given: the status, the content type and the body's text.
+ */
+export function httpCaller(base: string) {
+  return async (method: string, url: string, body?: unknown, token?: string) => {
+    const res = await fetch(`${base}${url}`, {
+      method,
+      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, type: res.headers.get('content-type') ?? '', text: await res.text() };
+  };
+}
