@@ -49,6 +49,8 @@ describe('loadConfig', () => {
     [{ SECRET_KEY: 'short' }, 'SECRET_KEY'],
     [{ RERANK_MODEL: 'openai:rerank' }, 'RERANK_MODEL'],
     [{ RERANK_MODEL: 'tei:BAAI/bge-reranker-base' }, 'RERANK_BASE_URL'],
+    [{ REQUEST_TIMEOUT_SECONDS: '-1' }, 'REQUEST_TIMEOUT_SECONDS'],
+    [{ REQUEST_TIMEOUT_SECONDS: 'soon' }, 'REQUEST_TIMEOUT_SECONDS'],
   ])('refuses %j naming %s', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);

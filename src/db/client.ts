@@ -138,8 +138,6 @@ function openPostgres(
   };
 }
 
-export { EmbeddedDatabaseStoppedError } from './pglite-guard.js';
-
 export interface PgliteOptions {
   loadDataDir?: Blob;
   /**

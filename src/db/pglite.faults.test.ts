@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_SECRET_KEY } from '../../test/support/app.js';
-import { fillFileSystem } from '../../test/support/full-disk.js';
+import { fillFileSystem, mountSmallFileSystem } from '../../test/support/full-disk.js';
 import { httpCaller, spawnService } from '../../test/support/processes.js';
 import { freePort } from '../../test/support/redis-server.js';
 
@@ -19,16 +18,15 @@ import { freePort } from '../../test/support/redis-server.js';
  * child process (test/support/pglite-full-disk.ts) that is killed if it hangs.
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const mountPoint = mkdtempSync(path.join(tmpdir(), 'wsai-pglite-full-'));
-const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=128m', 'tmpfs', mountPoint], { stdio: 'ignore' }).status === 0;
-const serviceDir = mkdtempSync(path.join(tmpdir(), 'wsai-service-full-'));
-const serviceMounted = mounted && spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=256m', 'tmpfs', serviceDir], { stdio: 'ignore' }).status === 0;
+const scenarioDisk = mountSmallFileSystem('128m', 'wsai-pglite-full-');
+const serviceDisk = mountSmallFileSystem('256m', 'wsai-service-full-');
+const { dir: mountPoint, mounted } = scenarioDisk;
+const { dir: serviceDir } = serviceDisk;
+const serviceMounted = mounted && serviceDisk.mounted;
 
 afterAll(() => {
-  for (const dir of [mountPoint, serviceDir]) {
-    spawnSync('umount', [dir], { stdio: 'ignore' });
-    rmSync(dir, { recursive: true, force: true });
-  }
+  scenarioDisk.remove();
+  serviceDisk.remove();
 });
 
 describe.skipIf(!mounted)('the embedded database on a full disk', () => {

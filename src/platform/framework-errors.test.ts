@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/support/app.js';
 import { newUser, newWorkspace } from '../../test/support/factories.js';
 import { captureLog } from '../../test/support/log.js';
+import { rawRequest } from '../../test/support/raw-http.js';
 
 /*
  * Errors raised by the framework or by Node's HTTP parser, before any route, hook or error
@@ -30,26 +31,7 @@ afterAll(async () => {
 const MARKER = 'zq'.repeat(2_500); // 5,000 characters that must never come back
 
 /** Sends raw bytes and returns the raw response (the server closes the connection or answers once). */
-function raw(bytes: string | Buffer): Promise<{ status: number; headers: Record<string, string>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk) => chunks.push(chunk));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const text = Buffer.concat(chunks).toString('latin1');
-      const [head = '', ...rest] = text.split('\r\n\r\n');
-      const [statusLine = '', ...headerLines] = head.split('\r\n');
-      const headers: Record<string, string> = {};
-      for (const line of headerLines) {
-        const at = line.indexOf(':');
-        headers[line.slice(0, at).toLowerCase()] = line.slice(at + 1).trim();
-      }
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') });
-    });
-    socket.end(bytes);
-  });
-}
+const raw = (bytes: string | Buffer) => rawRequest(port, bytes, { end: true });
 
 function expectOurShape(status: number, body: string, expected: { status: number; code: string | string[] }) {
   expect(status, body.slice(0, 300)).toBe(expected.status);

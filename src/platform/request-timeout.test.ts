@@ -1,6 +1,6 @@
-import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createTestApp } from '../../test/support/app.js';
+import { rawRequest } from '../../test/support/raw-http.js';
 import { chatWorld, deltaText, listenUrl, messageRows, openHttpStream, useChatTestApp } from '../../test/support/chat.js';
 import { users } from '../modules/users/users.table.js';
 
@@ -14,21 +14,8 @@ import { users } from '../modules/users/users.table.js';
 const LIMIT_SECONDS = 1;
 const { t, fake } = useChatTestApp({ REQUEST_TIMEOUT_SECONDS: String(LIMIT_SECONDS) });
 
-/** Writes `bytes` on a new connection and never sends more; resolves with what came back once the server closed it. */
-function stall(port: number, bytes: string): Promise<{ status: number; body: string; afterMs: number }> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
-    let text = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk) => (text += chunk));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const [head = '', body = ''] = text.split('\r\n\r\n');
-      resolve({ status: Number(head.split(' ')[1]), body, afterMs: performance.now() - started });
-    });
-  });
-}
+/** Writes `bytes` on a new connection and never sends more; what came back once the server closed it. */
+const stall = (port: number, bytes: string) => rawRequest(port, bytes, { end: false });
 
 const portOf = async () => Number(new URL(await listenUrl(t.app)).port);
 

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { forgetCachedAccess, useTestApp } from '../../../test/support/app.js';
+import { parseRawResponse, type RawResponse } from '../../../test/support/raw-http.js';
 import { addMember, newTeam, newUser, newWorkspace, TEST_PASSWORD, type TestUser } from '../../../test/support/factories.js';
 import { randomToken, sha256Hex } from '../../platform/secrets.js';
 import * as usersRepo from '../users/users.repo.js';
@@ -374,12 +375,12 @@ function postLater(base: URL, path: string, token: string, body: unknown) {
       );
     }),
   );
-  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+  const answer = new Promise<RawResponse>((resolve, reject) => {
     let text = '';
     socket.setEncoding('utf8');
     socket.on('data', (chunk) => (text += chunk));
     socket.on('error', reject);
-    socket.on('end', () => resolve({ status: Number(text.split(' ')[1]), body: text.slice(text.indexOf('\r\n\r\n') + 4) }));
+    socket.on('end', () => resolve(parseRawResponse(text)));
   });
   return { headersSent, answer, sendBody: () => socket.write(payload) };
 }

@@ -1,19 +1,18 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../../test/support/app.js';
 import { putToSignedUrl, startUpload } from '../../../test/support/documents.js';
 import { newUser, newWorkspace } from '../../../test/support/factories.js';
+import { mountSmallFileSystem } from '../../../test/support/full-disk.js';
 
 /**
  * The local file store's disk is full: DATA_DIR on a 1 MiB tmpfs (mounting needs root, as on the
  * CI machines; elsewhere the test is skipped). An upload that does not fit is refused with 507
  * `storage_full`, leaves nothing behind, and the store works again once there is room.
  */
-const mountPoint = mkdtempSync(path.join(tmpdir(), 'wsai-full-'));
-const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mountPoint], { stdio: 'ignore' }).status === 0;
+const disk = mountSmallFileSystem('1m');
+const { dir: mountPoint, mounted } = disk;
 
 describe.skipIf(!mounted)('local storage on a full disk', () => {
   let t: TestApp;
@@ -24,8 +23,7 @@ describe.skipIf(!mounted)('local storage on a full disk', () => {
 
   afterAll(async () => {
     await t?.close().catch(() => undefined);
-    spawnSync('umount', [mountPoint], { stdio: 'ignore' });
-    rmSync(mountPoint, { recursive: true, force: true });
+    disk.remove();
   });
 
   it('answers 507 storage_full, keeps no partial file, and stores again once there is room', async () => {
@@ -44,4 +42,4 @@ describe.skipIf(!mounted)('local storage on a full disk', () => {
   });
 });
 
-if (!mounted) rmSync(mountPoint, { recursive: true, force: true });
+if (!mounted) disk.remove();
