@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { observeStatements } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
 import { createLogger } from '../src/platform/logger.js';
 import { appendResults, ascending, benchAppConfig, createBenchDatabase, fmt, loadAverage, machineLine, percentile, positiveInt } from './support.js';
@@ -34,13 +35,11 @@ const serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) throw new Error('Set DATABASE_URL to a PostgreSQL server (with pgvector); the benchmark creates its own database there');
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
-// Every statement the app's pool sends, counted (node-postgres clients all go through this).
+// Every statement the app issues, counted (the previous implementation's own client is not).
 let statements = 0;
-const query = pg.Client.prototype.query;
-pg.Client.prototype.query = function counted(this: pg.Client, ...rest: unknown[]) {
+const stopCounting = observeStatements(() => {
   statements++;
-  return (query as (...a: unknown[]) => unknown).apply(this, rest);
-} as typeof query;
+});
 
 const loadAtStart = loadAverage();
 const database = await createBenchDatabase(serverUrl, 'wsai_bench_credit');
@@ -158,7 +157,7 @@ try {
       machineLine(),
       `- database: ${database.label}; one workspace on the free plan (its period is its lifetime), ${fmt(rows)} ledger rows added between the two rounds`,
       `- load average ${loadAtStart} at the start, ${loadAtEnd} at the end`,
-      `- per round: ${calls} sequential admit + settle after 20 warm-up (in-process service calls, the app's pool), then ${calls} with ${concurrency} in flight for the one workspace; statements counted at the driver. Previous: its statements replayed on one connection (lock, SUM ledger, SUM reservations, insert; close, insert), without the billing state both read alike`,
+      `- per round: ${calls} sequential admit + settle after 20 warm-up (in-process service calls, the app's pool), then ${calls} with ${concurrency} in flight for the one workspace; statements counted as the app issues them. Previous: its statements replayed on one connection (lock, SUM ledger, SUM reservations, insert; close, insert), without the billing state both read alike`,
       '',
       '| ledger | current p50 (ms) | current p95 (ms) | current calls/s at concurrency | statements per admit + settle | previous p50 (ms) | previous p95 (ms) |',
       '|---|---:|---:|---:|---:|---:|---:|',
@@ -171,7 +170,7 @@ try {
     ]);
   }
 } finally {
-  pg.Client.prototype.query = query;
+  stopCounting();
   await client.end();
   await deps.close();
   await database.drop();

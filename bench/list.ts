@@ -18,14 +18,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { PGlite } from '@electric-sql/pglite';
 import type autocannon from 'autocannon';
 import { sql } from 'drizzle-orm';
 import Fastify from 'fastify';
-import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config/env.js';
-import { queryRows } from '../src/db/client.js';
+import { observeStatements, queryRows } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
 import { createLogger } from '../src/platform/logger.js';
 import { currentRequestContext } from '../src/platform/request-context.js';
@@ -66,28 +64,16 @@ const SHARED = 91;
 const VISIBLE = OWN + PUBLIC + SHARED;
 
 /**
- * Statements counted where both drivers receive them: node-postgres clients and PGlite. Installed
- * before the app opens its database, so the app's own bound `query` goes through it. Outside the
- * measured run only those inside a request's context count (the one listed request), during it
- * every statement (`countAll`, see below).
+ * Statements counted as the app issues them (either profile). Outside the measured run only
+ * those inside a request's context count (the one listed request), during it every statement
+ * (`countAll`, see below).
  */
 const statements = { count: 0, texts: [] as string[], keepTexts: false, countAll: false };
-function countStatements(owner: { query: (...args: never[]) => unknown }) {
-  const original = owner.query as (...args: unknown[]) => unknown;
-  owner.query = function (this: unknown, ...queryArgs: unknown[]) {
-    if (statements.countAll || currentRequestContext()) {
-      statements.count += 1;
-      if (statements.keepTexts) {
-        const first = queryArgs[0];
-        const text = typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? '');
-        statements.texts.push(text.replace(/\s+/g, ' ').slice(0, 160));
-      }
-    }
-    return original.apply(this, queryArgs);
-  } as never;
-}
-countStatements(pg.Client.prototype);
-countStatements(PGlite.prototype);
+observeStatements((text) => {
+  if (!statements.countAll && !currentRequestContext()) return;
+  statements.count += 1;
+  if (statements.keepTexts) statements.texts.push(text.replace(/\s+/g, ' ').slice(0, 160));
+});
 
 const loadAtStart = loadAverage();
 const benchDatabase = process.env.DATABASE_URL ? await createBenchDatabase(process.env.DATABASE_URL, 'wsai_bench_list') : undefined;
@@ -235,7 +221,7 @@ try {
       machineLine(),
       `- database: ${databaseLabel}; load average ${loadAtStart} at the start, ${loadAverage()} at the end`,
       `- data: one workspace, ${MEMBERS} members, ${fmt(chatCount)} chats; the member sees ${VISIBLE} (${OWN} own, ${PUBLIC} public, ${SHARED} shared with them); written in ${fmt(seedSeconds, 1)} s`,
-      `- settings: ${load.connections} connections, ${load.warmup} s warm-up + ${load.duration} s per target, ${load.workers} autocannon worker thread(s), default page (50); statements counted in-process: every node-postgres / PGlite \`query\` call of the app over the measured run (background work included; by request context for the one request listed below)`,
+      `- settings: ${load.connections} connections, ${load.warmup} s warm-up + ${load.duration} s per target, ${load.workers} autocannon worker thread(s), default page (50); statements counted in-process: every statement the app issued over the measured run (background work included; by request context for the one request listed below)`,
       `- statements of one request: ${probeStatements.map((text) => `\`${text.slice(0, 60)}…\``).join('; ')}`,
       '',
       table(rows),

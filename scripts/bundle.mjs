@@ -20,7 +20,7 @@ import { installedVersion } from './installed-version.mjs';
 /**
  * Packages never bundled, each for a reason:
  * - they read their own files at run time (PGlite's WebAssembly and data files, swagger-ui's
- *   static assets) or load native code (argon2, the optional msgpackr and pg natives);
+ *   static assets) or load native code (argon2, the optional msgpackr native);
  * - the OpenTelemetry SDK is required from node_modules only when tracing is on (tracing.ts), so
  *   its API stays there too: one copy of the API's registry;
  * - pino: the logger, kept as it is (its transports would load their own files);
@@ -36,7 +36,6 @@ const EXTERNAL_PACKAGES = [
   '@fastify/swagger-ui',
   '@node-rs/argon2',
   'msgpackr-extract',
-  'pg-native',
   '@opentelemetry/api',
   '@opentelemetry/sdk-trace-node',
   '@opentelemetry/sdk-trace-base',
@@ -44,7 +43,7 @@ const EXTERNAL_PACKAGES = [
   '@opentelemetry/semantic-conventions',
   '@opentelemetry/exporter-trace-otlp-http',
   'pino',
-  'pg',
+  'postgres',
   'bullmq',
   'ioredis',
   '@aws-sdk/client-s3',

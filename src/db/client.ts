@@ -1,21 +1,19 @@
-import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { Column, is, Name, Param, Placeholder, SQL, sql, StringChunk, Subquery, Table, View } from 'drizzle-orm';
-import type { drizzle as drizzlePgType } from 'drizzle-orm/node-postgres';
 import { type PgDatabase, type PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import type pg from 'pg';
-// The driver module's type, for the parameter that shadows the `pg` types above.
-import type PgDriver from 'pg';
 import { SpanKind } from '@opentelemetry/api';
 import type { PoolStats } from '../platform/metrics.js';
 import { explainOpenFailure, guardPglite } from './pglite-guard.js';
 import { tracingEnabled, withSpan } from '../platform/tracing.js';
+import { isPostgres, reportStatement, statementAttributes, statementName } from './statements.js';
 
-/** The one database type every repo uses; PGlite and node-postgres both satisfy it. */
+export { observeStatements } from './statements.js';
+
+/** The one database type every repo uses; PGlite and postgres.js both satisfy it. */
 export type Db = PgDatabase<PgQueryResultHKT>;
 export type Tx = PgTransaction<PgQueryResultHKT>;
 /** Repos accept either the database or an open transaction. */
@@ -39,18 +37,19 @@ export interface DatabaseOptions {
   poolSize?: number;
   /**
    * Longest wait for a new connection to PostgreSQL (DATABASE_CONNECT_TIMEOUT_MS): past it the
-   * query fails ("Connection terminated due to connection timeout"), answered with 503. Default 2000 ms.
+   * statements waiting for it fail (postgres.js's CONNECT_TIMEOUT), answered with 503. Default 2000 ms.
    */
   connectTimeoutMs?: number;
   /**
-   * Longest wait for a connection of a full pool (DATABASE_POOL_WAIT_MS), so a burst of requests
-   * queues for the pool instead of failing; past it "timeout exceeded when trying to connect" (503).
-   * Default 10,000 ms.
+   * Longest a statement waits in the client for a connection to take it (DATABASE_POOL_WAIT_MS:
+   * every connection held by a transaction or its pipeline full), so a burst of requests queues
+   * instead of failing; past it "timeout exceeded when trying to connect" (503). Default 10,000 ms.
    */
   poolWaitMs?: number;
   /**
-   * Client-side limit of one query (DATABASE_QUERY_TIMEOUT_MS): a server that stops answering
-   * (partition, hung host) fails the query instead of holding the request. Default 30,000 ms.
+   * Client-side limit of one statement, from when it is issued (DATABASE_QUERY_TIMEOUT_MS): a
+   * server that stops answering (partition, hung host) fails the statement ("Query read timeout")
+   * instead of holding the request. Default 30,000 ms.
    */
   queryTimeoutMs?: number;
   /** PGlite only: called once if the embedded database stops for good (see openPglite). */
@@ -60,17 +59,16 @@ export interface DatabaseOptions {
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.url) {
     // The PostgreSQL driver is loaded only on that profile (the embedded one never needs it).
-    const [{ default: driver }, { drizzle }] = await Promise.all([import('pg'), import('drizzle-orm/node-postgres')]);
-    return openPostgres({ pg: driver, drizzlePg: drizzle }, options.url, options);
+    const [{ default: postgres }, { drizzle }, { openPostgres }] = await Promise.all([
+      import('postgres'),
+      import('drizzle-orm/postgres-js'),
+      import('./postgres.js'),
+    ]);
+    return openPostgres({ postgres, drizzle }, options.url, options);
   }
   return openPglite(options.pgliteDir ?? 'memory://', { onStopped: options.onStopped });
 }
 
-/**
- * A pg pool with bounded waits. When PostgreSQL goes away, the clients whose connections broke
- * are dropped from the pool (pg-pool removes a client that errors, idle or busy) and the next
- * query opens a new connection, so the service recovers by itself once the server is back.
- */
 /**
  * pgvector's search settings for every connection (knowledge-search.ts vectorCandidates):
  * iterative index scans keep scanning until enough rows pass a filter (a chat's documents),
@@ -86,57 +84,6 @@ export const VECTOR_SEARCH_SETTINGS = { 'hnsw.ef_search': '100', 'hnsw.iterative
  * (bench/RESULTS.md, docs/decisions.md "Embedding generations").
  */
 export const EMBEDDED_VECTOR_SEARCH_SETTINGS = { ...VECTOR_SEARCH_SETTINGS, 'hnsw.ef_search': '60' } as const;
-
-function openPostgres(
-  { pg, drizzlePg }: { pg: typeof PgDriver; drizzlePg: typeof drizzlePgType },
-  url: string,
-  options: DatabaseOptions,
-): Database {
-  const connectTimeoutMs = options.connectTimeoutMs ?? 2000;
-  // pg-pool uses one setting for both waits: the pool's is the queue's, each client's its connect.
-  class TimedClient extends pg.Client {
-    constructor(config?: PgDriver.ClientConfig) {
-      super({ ...config, connectionTimeoutMillis: connectTimeoutMs });
-    }
-  }
-  const pool = new pg.Pool({
-    Client: TimedClient,
-    connectionString: url,
-    // Set at connection start: no round trip (a connection string's own `options` takes precedence).
-    options: Object.entries(VECTOR_SEARCH_SETTINGS)
-      .map(([name, value]) => `-c ${name}=${value}`)
-      .join(' '),
-    max: options.poolSize ?? 10,
-    connectionTimeoutMillis: Math.max(options.poolWaitMs ?? 10_000, connectTimeoutMs),
-    query_timeout: options.queryTimeoutMs ?? 30_000,
-    // TCP keepalive notices a peer that vanished without closing (host down, network cut).
-    keepAlive: true,
-    keepAliveInitialDelayMillis: 10_000,
-  });
-  // An idle client that loses its connection must not crash the process.
-  pool.on('error', () => undefined);
-  traceQueries(pool);
-  // Drizzle runs transactions on a client checked out with connect(): its queries are traced too.
-  const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
-  pool.connect = (async (...args: unknown[]) => {
-    if (args.length > 0) return (connect as (...a: unknown[]) => unknown)(...args);
-    const client = await connect();
-    traceQueries(client);
-    return client;
-  }) as typeof pool.connect;
-  const db = drizzlePg(pool) as unknown as Db;
-  onPostgres.add(db);
-  const max = options.poolSize ?? 10;
-  return {
-    db,
-    kind: 'pg',
-    poolStats: () => ({ max, inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    ping: async () => {
-      await pool.query('select 1');
-    },
-    close: () => pool.end(),
-  };
-}
 
 export interface PgliteOptions {
   loadDataDir?: Blob;
@@ -194,9 +141,10 @@ export async function openPglite(dir: string, options: PgliteOptions = {}): Prom
 const TRACED = Symbol('traced queries');
 
 /**
- * One CLIENT span per statement (`db.query.text` without the parameters, which may be personal
- * data) around the promise form of `query`, as drizzle calls it. Installed always, traced only
- * while tracing is on (a boolean test per query otherwise); callback calls pass through.
+ * PGlite's statements: one CLIENT span per statement (`db.query.text` without the parameters,
+ * which may be personal data) around the promise form of `query`, as drizzle calls it, and the
+ * statement observers. Installed always, traced only while tracing is on (a boolean test per
+ * query otherwise); callback calls pass through.
  */
 function traceQueries<T extends { query: (...args: never[]) => unknown }>(target: T): T {
   const marked = target as T & { [TRACED]?: true };
@@ -204,20 +152,16 @@ function traceQueries<T extends { query: (...args: never[]) => unknown }>(target
   marked[TRACED] = true;
   const original = target.query.bind(target) as (...args: unknown[]) => unknown;
   (target as { query: unknown }).query = (...args: unknown[]) => {
-    if (!tracingEnabled() || typeof args[args.length - 1] === 'function') return original(...args);
     const first = args[0];
-    const text = typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? '');
-    const name = /^\s*(\w+)/.exec(text)?.[1]?.toUpperCase() ?? 'QUERY';
-    return withSpan(
-      name,
-      { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.query.text': text.slice(0, 2000) } },
-      () => original(...args) as Promise<unknown>,
-    );
+    const textOf = () => (typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? ''));
+    reportStatement(textOf);
+    if (!tracingEnabled() || typeof args[args.length - 1] === 'function') return original(...args);
+    const text = textOf();
+    return withSpan(statementName(text), { kind: SpanKind.CLIENT, attributes: statementAttributes(text) }, () => original(...args) as Promise<unknown>);
   };
   return target;
 }
 
-/** Runs raw SQL and returns its rows (node-postgres and PGlite both answer `{ rows }`). */
 /**
  * A PostgreSQL array literal of text values, to pass as ONE parameter and cast (`::uuid[]`,
  * `::text[]`): drizzle spreads a JS array into one parameter per element.
@@ -225,10 +169,11 @@ function traceQueries<T extends { query: (...args: never[]) => unknown }>(target
 export const textArrayLiteral = (values: readonly string[]): string =>
   `{${values.map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 
+/** Runs raw SQL and returns its rows (PGlite answers `{ rows }`, postgres.js the rows themselves). */
 export async function queryRows<T>(db: DbOrTx, query: SQL): Promise<T[]> {
   if (is(db, PgTransaction)) refuseFlushWaitInTransaction(query);
-  const result = (await db.execute(query)) as unknown as { rows: T[] };
-  return result.rows;
+  const result = (await db.execute(query)) as unknown as { rows: T[] } | T[];
+  return Array.isArray(result) ? result : result.rows;
 }
 
 /**
@@ -264,8 +209,6 @@ function refuseFlushWaitInTransaction(query: SQL): void {
   if (holdsFragment(query, commitWithoutFlushWait)) throw new Error('A statement with commitWithoutFlushWait cannot run inside a transaction');
 }
 
-/** The node-postgres databases (their `$client` is a pg pool): preparedStatement names their statements. */
-const onPostgres = new WeakSet<object>();
 
 /** A value of a prepared statement: one parameter each (dates as ISO strings, JSON as text). */
 export type StatementValue = string | number | boolean | null;
@@ -277,7 +220,7 @@ export type StatementParam = (name: string) => SQL;
  * `param(name)` wherever a value goes, and each call passes the values by name.
  *
  * On PostgreSQL (outside a transaction) the text is composed and rendered once, with
- * placeholders; a call only fills in its values and runs a named prepared statement, parsed once
+ * placeholders; a call only fills in its values and runs a prepared statement, parsed once
  * per connection and planned from the server's plan cache, so neither drizzle nor the server
  * builds the statement again (a webhook event's statement took ~7 % of its CPU to build).
  * Elsewhere (PGlite, a transaction) it is composed with the values each call. One round trip
@@ -290,9 +233,9 @@ function valueOf(values: Readonly<Record<string, StatementValue>>, name: string)
 
 export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
   /** The text, and each parameter's value name (or its constant value, rendered once). */
-  let rendered: { name: string; text: string; slots: ({ value: string } | { constant: unknown })[] } | undefined;
+  let rendered: { text: string; slots: ({ value: string } | { constant: unknown })[] } | undefined;
   return async (db: DbOrTx, values: Readonly<Record<string, StatementValue>>): Promise<Row[]> => {
-    if (!onPostgres.has(db)) {
+    if (!isPostgres(db)) {
       return queryRows<Row>(
         db,
         build((name) => sql`${valueOf(values, name)}`),
@@ -302,15 +245,10 @@ export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
       const dialect = (db as unknown as { dialect: { sqlToQuery(query: SQL): { sql: string; params: unknown[] } } }).dialect;
       const { sql: text, params } = dialect.sqlToQuery(build((name) => sql`${sql.placeholder(name)}`));
       const slots = params.map((param) => (is(param, Placeholder) ? { value: param.name as string } : { constant: param }));
-      rendered = { name: `q_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text, slots };
+      rendered = { text, slots };
     }
     const filled = rendered.slots.map((slot) => ('value' in slot ? valueOf(values, slot.value) : slot.constant));
-    const pool = (db as unknown as { $client: pg.Pool }).$client;
-    const result = await pool.query<Row & pg.QueryResultRow>({
-      name: rendered.name,
-      text: rendered.text,
-      values: filled,
-    });
-    return result.rows;
+    const client = (db as unknown as { $client: { unsafe(text: string, values: unknown[], options: { prepare: boolean }): Promise<Row[]> } }).$client;
+    return client.unsafe(rendered.text, filled, { prepare: true });
   };
 }

@@ -254,7 +254,8 @@ describe('changing EMBEDDING_MODEL', () => {
           const waiting = () =>
             queryRows<{ pid: number }>(
               db(),
-              sql`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%NOT EXISTS (SELECT 1 FROM chunk_embeddings%'`,
+              // This worker's database only: the other test files' servers share pg_stat_activity.
+              sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%NOT EXISTS (SELECT 1 FROM chunk_embeddings%'`,
             );
           await expect.poll(async () => (await waiting()).length, { timeout: 10_000 }).toBe(1);
           await queryRows(db(), sql`SELECT pg_terminate_backend(${(await waiting())[0]!.pid})`);

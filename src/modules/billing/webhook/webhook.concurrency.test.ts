@@ -13,6 +13,7 @@ import {
   TEST_WEBHOOK_SECRET,
   workspaceWithCatalog,
 } from '../../../../test/support/webhook.js';
+import { queryRows } from '../../../db/client.js';
 import { prices, products, subscriptionItems, subscriptions } from '../billing.table.js';
 
 /**
@@ -113,10 +114,11 @@ describe('two events of one catalog object at the same time', () => {
     expect(responses.map((r) => r.json().outcome)).toEqual(['applied', 'applied']);
     const [row] = await db().select().from(products).where(eq(products.providerProductId, 'prod_race'));
     expect(row).toMatchObject({ name: 'New', plan: 'team' });
-    const keys = await db().execute(
+    const keys = await queryRows<{ key: string }>(
+      db(),
       sql`SELECT f.key FROM product_features pf JOIN features f ON f.id = pf.feature_id WHERE pf.product_id = ${row!.id} ORDER BY f.key`,
     );
-    expect((keys as unknown as { rows: { key: string }[] }).rows.map((r) => r.key)).toEqual(['sso']);
+    expect(keys.map((r) => r.key)).toEqual(['sso']);
   });
 
   it('a price ends with the newer event’s fields (newer first: the older is stale)', async () => {

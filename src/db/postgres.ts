@@ -1,0 +1,168 @@
+import { sql } from 'drizzle-orm';
+import type { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import type postgresDriver from 'postgres';
+import { startClientSpan, tracingEnabled } from '../platform/tracing.js';
+import { type Database, type DatabaseOptions, type Db, VECTOR_SEARCH_SETTINGS } from './client.js';
+import { markPostgres, reportStatement, statementAttributes, statementName } from './statements.js';
+
+/** The part of a postgres.js query this module drives (its Query is a Promise that runs when awaited). */
+interface DriverQuery extends Promise<unknown> {
+  /** The connection's backend once the statement was written to it; null while it waits in the client. */
+  state: unknown;
+  reject(error: Error): void;
+  cancel(): Promise<void> | null;
+}
+
+/** A statement that waited longer than DATABASE_POOL_WAIT_MS in the client for a connection to take it (503). */
+export const POOL_WAIT_TIMEOUT = 'timeout exceeded when trying to connect';
+/** A statement whose answer took longer than DATABASE_QUERY_TIMEOUT_MS (503): the server stopped answering. */
+export const QUERY_TIMEOUT = 'Query read timeout';
+
+/** Statements with more parameters than this (bulk inserts of varying size) are not prepared on the server. */
+const MAX_PREPARED_PARAMETERS = 64;
+
+type PostgresModule = typeof postgresDriver;
+type PostgresSql = ReturnType<PostgresModule>;
+
+/**
+ * PostgreSQL through postgres.js, which pipelines: statements issued while a connection is busy
+ * are written to it together, without waiting for the answers before them, and the server
+ * answers them in order. Under a burst (1,000 streamed sends at once) a write carries many
+ * statements instead of one, and the server's process is woken once for them; with node-postgres
+ * each statement was its own write, each waking its server process, and admitting a send cost
+ * the app's thread ~0.6 ms more (docs/decisions.md, "Hot paths", "The driver").
+ *
+ * Each statement is bounded twice on the client (postgres.js has neither bound): it must be
+ * written to a connection within `poolWaitMs` (every connection held by a transaction or its
+ * pipeline full) and answered within `queryTimeoutMs` of being issued, so a server that stops
+ * answering fails requests (503) instead of holding them. A connection that breaks is dropped
+ * and the next statement opens a new one, so the service recovers by itself once the server is back.
+ */
+export function openPostgres(
+  { postgres, drizzle }: { postgres: PostgresModule; drizzle: typeof drizzlePostgres },
+  url: string,
+  options: DatabaseOptions,
+): Database {
+  const max = options.poolSize ?? 10;
+  const poolWaitMs = options.poolWaitMs ?? 10_000;
+  const queryTimeoutMs = options.queryTimeoutMs ?? 30_000;
+  const client = postgres(url, {
+    max,
+    connect_timeout: (options.connectTimeoutMs ?? 2000) / 1000,
+    // Set at connection start: no round trip (a connection string's own settings take precedence).
+    connection: { ...VECTOR_SEARCH_SETTINGS },
+    // TCP keepalive notices a peer that vanished without closing (host down, network cut).
+    keep_alive: 10,
+    // Array types are never sent as arrays (textArrayLiteral): no catalogue query at each connect.
+    fetch_types: false,
+    // After a failed connection postgres.js waits before opening it again, by default up to 20 s
+    // as failures add up: a three-second outage kept requests failing for ten more. At most 0.5 s.
+    backoff: (retries: number) => Math.min(0.025 * 2 ** retries, 0.5),
+    onnotice: () => undefined,
+  });
+  // drizzle hands dates to the driver as they are, and its date serialisers pass them through:
+  // a raw `sql` template's Date (a period start) must go out as text.
+  const serializers = client.options.serializers as Record<string, (value: unknown) => unknown>;
+  const dateAsText = (value: unknown) => (value instanceof Date ? value.toISOString() : value);
+  const db = drizzle(client) as unknown as Db;
+  for (const type of ['1082', '1083', '1114', '1184', '1182', '1185', '1115', '1231']) serializers[type] = dateAsText;
+
+  /** Statements issued and not yet settled, for the pool's figures in /metrics. */
+  const inFlight = new Set<DriverQuery>();
+  const bound = (query: DriverQuery, text: string): void => {
+    const issued = performance.now();
+    const endSpan = tracingEnabled() ? startClientSpan(statementName(text), statementAttributes(text)) : undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const fail = (message: string) => {
+      const error = new Error(message);
+      // Not yet written: the driver drops it from its queue (rejected first, so with this error).
+      // Written: the server is asked to stop it (a cancel request on a connection of its own),
+      // before the rejection, which would make the driver treat it as not yet running.
+      if (query.state === null) {
+        query.reject(error);
+        void query.cancel()?.catch(() => undefined);
+      } else {
+        void query.cancel()?.catch(() => undefined);
+        query.reject(error);
+      }
+    };
+    const check = () => {
+      const waited = performance.now() - issued;
+      if (query.state === null && waited >= poolWaitMs) return fail(POOL_WAIT_TIMEOUT);
+      if (waited >= queryTimeoutMs) return fail(QUERY_TIMEOUT);
+      timer = setTimeout(check, (query.state === null ? Math.min(poolWaitMs, queryTimeoutMs) : queryTimeoutMs) - waited);
+    };
+    timer = setTimeout(check, Math.min(poolWaitMs, queryTimeoutMs));
+    inFlight.add(query);
+    const settle = (error?: unknown) => {
+      clearTimeout(timer);
+      inFlight.delete(query);
+      endSpan?.(error);
+    };
+    // The driver's own `then` (not the one replaced below): settling is watched, not awaited.
+    void Promise.prototype.then.call(query, () => settle(), settle);
+  };
+  /** Bounds, traces and reports every statement `sql.unsafe` issues (drizzle issues all of them through it). */
+  const instrument = (sql: PostgresSql): PostgresSql => {
+    const unsafe = sql.unsafe.bind(sql);
+    sql.unsafe = ((text: string, params?: unknown[], queryOptions?: { prepare?: boolean }) => {
+      reportStatement(() => text);
+      // postgres.js sends an unprepared statement with parameters in two round trips (it asks the
+      // server for the parameter types first), and holds the connection's pipeline meanwhile;
+      // a prepared one goes in one. drizzle prepares only what it names, so every statement with
+      // up to MAX_PREPARED_PARAMETERS parameters is prepared here (once per connection; the
+      // connection's statements go with it after max_lifetime). Bulk inserts stay unprepared.
+      const prepare = queryOptions?.prepare || (params !== undefined && params.length > 0 && params.length <= MAX_PREPARED_PARAMETERS);
+      const query = (unsafe as unknown as (...args: unknown[]) => DriverQuery)(text, params ?? [], { ...queryOptions, prepare });
+      // The driver sends a statement once it is awaited: bound it from then.
+      const then = query.then;
+      let armed = false;
+      query.then = function (this: DriverQuery, ...args: Parameters<typeof then>) {
+        if (!armed) {
+          armed = true;
+          bound(query, text);
+        }
+        return then.apply(this, args);
+      } as typeof then;
+      return query;
+    }) as unknown as typeof sql.unsafe;
+    return sql;
+  };
+  instrument(client);
+  // A transaction runs on a connection of its own, through a `sql` of its own: instrument that too.
+  const begin = client.begin.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  (client as { begin: unknown }).begin = (...args: unknown[]) => {
+    const last = args.length - 1;
+    const work = args[last] as (sql: PostgresSql) => unknown;
+    args[last] = (sql: PostgresSql) => work(instrumentScope(sql));
+    return begin(...args);
+  };
+  const instrumentScope = (sql: PostgresSql): PostgresSql => {
+    instrument(sql);
+    const savepoint = (sql as { savepoint?: (...args: unknown[]) => Promise<unknown> }).savepoint?.bind(sql);
+    if (savepoint) {
+      (sql as unknown as { savepoint: unknown }).savepoint = (...args: unknown[]) => {
+        const last = args.length - 1;
+        const work = args[last] as (inner: PostgresSql) => unknown;
+        args[last] = (inner: PostgresSql) => work(instrumentScope(inner));
+        return savepoint(...args);
+      };
+    }
+    return sql;
+  };
+  markPostgres(db);
+  return {
+    db,
+    kind: 'pg',
+    poolStats: () => {
+      let waiting = 0;
+      for (const query of inFlight) if (query.state === null) waiting += 1;
+      const inUse = Math.min(max, inFlight.size - waiting);
+      return { max, inUse, idle: max - inUse, waiting };
+    },
+    ping: async () => {
+      await db.execute(sql`select 1`);
+    },
+    close: () => client.end({ timeout: 5 }),
+  };
+}
