@@ -50,6 +50,23 @@ describe.skipIf(!url)('the PostgreSQL pool', () => {
     }
   });
 
+  it('reports its statements in flight as the pool figures of /metrics: in use (sent), waiting (not yet taken), idle', async () => {
+    const database = await openDatabase({ url, poolSize: 1, poolWaitMs: 5000 });
+    try {
+      expect(database.poolStats()).toEqual({ max: 1, inUse: 0, idle: 1, waiting: 0 });
+      const slow = holdInTransaction(database, 0.5);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const queued = database.db.execute(sql`select 1`).then(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The transaction's sleep is sent; the statement behind it waits for the connection.
+      expect(database.poolStats()).toEqual({ max: 1, inUse: 1, idle: 0, waiting: 1 });
+      await Promise.all([slow, queued]);
+      expect(database.poolStats()).toEqual({ max: 1, inUse: 0, idle: 1, waiting: 0 });
+    } finally {
+      await database.close();
+    }
+  });
+
   it('answers "Query read timeout" when the answer takes longer than the query timeout, and the server stops the statement', async () => {
     const database = await openDatabase({ url, poolSize: 2, queryTimeoutMs: 300 });
     try {

@@ -9,7 +9,7 @@ import { SpanKind } from '@opentelemetry/api';
 import type { PoolStats } from '../platform/metrics.js';
 import { explainOpenFailure, guardPglite } from './pglite-guard.js';
 import { tracingEnabled, withSpan } from '../platform/tracing.js';
-import { isPostgres, reportStatement, statementAttributes, statementName } from './statements.js';
+import { isPostgres, observingStatements, reportStatement, statementAttributes, statementName } from './statements.js';
 
 export { observeStatements } from './statements.js';
 
@@ -154,7 +154,7 @@ function traceQueries<T extends { query: (...args: never[]) => unknown }>(target
   (target as { query: unknown }).query = (...args: unknown[]) => {
     const first = args[0];
     const textOf = () => (typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? ''));
-    reportStatement(textOf);
+    if (observingStatements()) reportStatement(textOf());
     if (!tracingEnabled() || typeof args[args.length - 1] === 'function') return original(...args);
     const text = textOf();
     return withSpan(statementName(text), { kind: SpanKind.CLIENT, attributes: statementAttributes(text) }, () => original(...args) as Promise<unknown>);

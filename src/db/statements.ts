@@ -13,11 +13,12 @@ export function observeStatements(observer: (text: string) => void): () => void 
   return () => statementObservers.delete(observer);
 }
 
-/** Tells the observers of a statement (`text` is read only when someone observes). */
-export function reportStatement(text: () => string): void {
-  if (statementObservers.size === 0) return;
-  const value = text();
-  for (const observe of statementObservers) observe(value);
+/** Whether anyone observes statements (so that a caller builds the text only then). */
+export const observingStatements = (): boolean => statementObservers.size > 0;
+
+/** Tells the observers of a statement. */
+export function reportStatement(text: string): void {
+  for (const observe of statementObservers) observe(text);
 }
 
 /** A statement's span name: its first keyword (SELECT, INSERT, ...). */
