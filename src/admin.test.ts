@@ -188,7 +188,10 @@ describe('tasks', () => {
     const forced = await admin('tasks', 'redrive', jobId, '--force');
     expect(forced.code, forced.stderr).toBe(0);
     const [row] = await db().select().from(backgroundJobs).where(eq(backgroundJobs.id, jobId));
-    expect(row).toMatchObject({ state: 'queued', attempts: 1, redriven: 1 });
+    expect(row).toMatchObject({ redriven: 1 });
+    expect(row!.deliveryId).not.toBe('0190f7a0-0000-7000-8000-0000000000cc');
+    // On Redis the job is delivered at once, and the test app's worker may already have claimed it.
+    if (t.deps.queue.kind !== 'bullmq') expect(row).toMatchObject({ state: 'queued', attempts: 1 });
     expect((await admin('tasks', 'redrive', '0190f7a0-0000-7000-8000-0000000000dd')).stderr).toContain('[job_not_found]');
     expect((await admin('tasks', 'list', '--stuck', '--failed')).code).toBe(1);
   });

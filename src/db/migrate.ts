@@ -39,7 +39,9 @@ export async function runMigrations(database: Database, url?: string): Promise<v
     import('drizzle-orm/postgres-js/migrator'),
   ]);
   // One connection: the session-level lock is held by the connection that migrates.
-  const client = postgres(url, { max: 1, onnotice: () => undefined, fetch_types: false });
+  // No max_lifetime: postgres.js would end the connection, and with it the lock, as soon as a
+  // wait for the lock longer than its lifetime was over, and migrate unlocked on a new one.
+  const client = postgres(url, { max: 1, max_lifetime: null, onnotice: () => undefined, fetch_types: false });
   try {
     await client`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
     await client`CREATE EXTENSION IF NOT EXISTS vector`;

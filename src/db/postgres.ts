@@ -10,7 +10,6 @@ interface DriverQuery extends Promise<unknown> {
   /** The connection's backend once the statement was written to it; null while it waits in the client. */
   state: unknown;
   reject(error: Error): void;
-  cancel(): Promise<void> | null;
 }
 
 /** A statement that waited longer than DATABASE_POOL_WAIT_MS in the client for a connection to take it (503). */
@@ -35,7 +34,7 @@ type PostgresSql = ReturnType<PostgresModule>;
  * Each statement is bounded twice on the client (postgres.js has neither bound): it must be
  * written to a connection within `poolWaitMs` (every connection held by a transaction or its
  * pipeline full) and answered within `queryTimeoutMs` of being issued, so a server that stops
- * answering fails requests (503) instead of holding them. A connection that breaks is dropped
+ * answering fails requests (503) instead of holding them (see `fail` for what that leaves running). A connection that breaks is dropped
  * and the next statement opens a new one, so the service recovers by itself once the server is back.
  */
 export function openPostgres(
@@ -76,19 +75,17 @@ export function openPostgres(
   const inFlight = new Map<DriverQuery, number>();
   const sweepMs = Math.max(5, Math.min(250, Math.min(poolWaitMs, queryTimeoutMs) / 4));
   let sweeper: NodeJS.Timeout | undefined;
+  /**
+   * Fails a statement past a bound: its caller gets the error (503), and nothing else changes.
+   * The statement is not withdrawn: postgres.js 3.4's `cancel()` strands a connection whose first
+   * statement it is, hands the answers of a pipelined connection to the wrong statements when
+   * the cancelled one was written but not yet running, and a cancel request reaches whatever the
+   * backend runs by then. So a statement not yet sent still runs when a connection takes it, and
+   * a sent one runs to its end; its answer is read and dropped.
+   */
   const fail = (query: DriverQuery, message: string) => {
     inFlight.delete(query);
-    const error = new Error(message);
-    // Not yet written: the driver drops it from its queue (rejected first, so with this error).
-    // Written: the server is asked to stop it (a cancel request on a connection of its own),
-    // before the rejection, which would make the driver treat it as not yet running.
-    if (query.state === null) {
-      query.reject(error);
-      void query.cancel()?.catch(() => undefined);
-    } else {
-      void query.cancel()?.catch(() => undefined);
-      query.reject(error);
-    }
+    query.reject(new Error(message));
   };
   const sweep = () => {
     const now = performance.now();
@@ -102,12 +99,14 @@ export function openPostgres(
       sweeper = undefined;
     }
   };
-  const bound = (query: DriverQuery, text: string): void => {
+  const bound = (query: DriverQuery, text: string, bounded: boolean): void => {
     const endSpan = tracingEnabled() ? startClientSpan(statementName(text), statementAttributes(text)) : undefined;
-    inFlight.set(query, performance.now());
-    if (!sweeper) {
-      sweeper = setInterval(sweep, sweepMs);
-      sweeper.unref();
+    if (bounded) {
+      inFlight.set(query, performance.now());
+      if (!sweeper) {
+        sweeper = setInterval(sweep, sweepMs);
+        sweeper.unref();
+      }
     }
     const settle = (error?: unknown) => {
       inFlight.delete(query);
@@ -119,7 +118,7 @@ export function openPostgres(
   /** Bounds, traces and reports every statement `sql.unsafe` issues (drizzle issues all of them through it). */
   const instrument = (sql: PostgresSql): PostgresSql => {
     const unsafe = sql.unsafe.bind(sql);
-    sql.unsafe = ((text: string, params?: unknown[], queryOptions?: { prepare?: boolean }) => {
+    sql.unsafe = ((text: string, params?: unknown[], queryOptions?: { prepare?: boolean; onexecute?: unknown }) => {
       reportStatement(text);
       // postgres.js sends an unprepared statement with parameters in two round trips (it asks the
       // server for the parameter types first), and holds the connection's pipeline meanwhile;
@@ -129,7 +128,11 @@ export function openPostgres(
       const prepare = queryOptions?.prepare || (params !== undefined && params.length > 0 && params.length <= MAX_PREPARED_PARAMETERS);
       const query = (unsafe as unknown as (...args: unknown[]) => DriverQuery)(text, params ?? [], { ...queryOptions, prepare });
       // Bounded from now: the driver sends it when it is awaited, which its caller does at once.
-      bound(query, text);
+      // Not a transaction's BEGIN (postgres.js marks it with `onexecute`): its connection is
+      // reserved when it is written, and a BEGIN failed by us would leave that connection in a
+      // transaction nobody ends. The statements inside a transaction are bounded; its COMMIT and
+      // ROLLBACK postgres.js sends itself, past this wrapper.
+      bound(query, text, queryOptions?.onexecute === undefined);
       return query;
     }) as unknown as typeof sql.unsafe;
     return sql;

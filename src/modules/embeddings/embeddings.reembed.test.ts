@@ -250,7 +250,9 @@ describe('changing EMBEDDING_MODEL', () => {
         try {
           const embeddings = after!.deps.services.embeddings;
           await embeddings.ready();
-          // The count of chunks lacking vectors waits on the lock; its connection is then dropped.
+          // The count of chunks lacking vectors waits on the lock; it is then cancelled on the server.
+          // Cancelled, not its connection terminated: the connection is pipelined, and other
+          // statements of this worker (other files' too) may be queued on it behind the count.
           const waiting = () =>
             queryRows<{ pid: number }>(
               db(),
@@ -258,7 +260,7 @@ describe('changing EMBEDDING_MODEL', () => {
               sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%NOT EXISTS (SELECT 1 FROM chunk_embeddings%'`,
             );
           await expect.poll(async () => (await waiting()).length, { timeout: 10_000 }).toBe(1);
-          await queryRows(db(), sql`SELECT pg_terminate_backend(${(await waiting())[0]!.pid})`);
+          await queryRows(db(), sql`SELECT pg_cancel_backend(${(await waiting())[0]!.pid})`);
           await embeddings.settled();
           await release();
           expect(await backfillJobs()).toHaveLength(0);
