@@ -90,6 +90,11 @@ const config = loadConfig({
 say(`starting the app on ${databaseLabel} (migrations run on start-up)...`);
 const deps = await createDeps(config, createLogger('silent'));
 const app = await buildApp(deps);
+// The same app on the same database without the chat-list page cache (credentials and
+// memberships still cached): every list request reads the database, as after every change to
+// the workspace's chats.
+const uncachedDeps = await createDeps(config, createLogger('silent'), { database: deps.database, chatListCache: false });
+const uncachedApp = await buildApp(uncachedDeps);
 const bare = Fastify({ logger: false });
 bare.get('/bare', async () => ({ id: 1, email: 'bench@example.com', name: 'Bench User' }));
 const db = deps.database.db;
@@ -210,6 +215,13 @@ try {
   });
   statements.countAll = false;
   rows.push({ target: listTarget, result, perRequest: (statements.count - counted) / Math.max(1, result.requests.total) });
+  const uncachedTarget: LoadTarget = { ...listTarget, label: 'app (member), page not cached', url: await listen(uncachedApp) };
+  const uncached = await measureLoad({ ...uncachedTarget, path: listPath }, load, () => {
+    statements.countAll = true;
+    counted = statements.count;
+  });
+  statements.countAll = false;
+  rows.push({ target: uncachedTarget, result: uncached, perRequest: (statements.count - counted) / Math.max(1, uncached.requests.total) });
 
   say(`\n${machineLine()}\n${databaseLabel}; ${fmt(chatCount)} chats; ${load.connections} connections\n\n${table(rows)}\n`);
   const failed = reportFailures(rows);
@@ -230,6 +242,8 @@ try {
   if (failed) process.exitCode = 1;
 } finally {
   await bare.close();
+  await uncachedApp.close();
+  await uncachedDeps.close();
   await app.close();
   await deps.close();
   await benchDatabase?.drop();

@@ -107,6 +107,8 @@ export interface DepsOverrides {
   knowledge?: KnowledgeSearch;
   /** The SSRF-safe fetcher (tests inject one with their own DNS resolver). */
   fetcher?: SafeFetcher;
+  /** `false`: chat list pages are not cached (bench:list measures the database path beside the cached one). */
+  chatListCache?: false;
 }
 
 /**
@@ -162,7 +164,7 @@ function createServices(
     catalog,
     credit,
     messagesOfChat: listMessagesOfChat,
-    listCache: accessCache.region('chat-lists'),
+    listCache: overrides.chatListCache === false ? undefined : accessCache.region('chat-lists'),
     invalidate,
   });
   // PGlite (WebAssembly) converts half floats in software: full-precision indexes are faster there.
