@@ -1,7 +1,7 @@
 /**
  * Credit gate benchmark (PostgreSQL): `credit.admit` + `credit.settle` (the billing gate and the
- * charge around every model call) for one workspace with an empty ledger and with 1,000,000
- * ledger rows in its current credit period, next to the previous implementation's statements
+ * charge around every model call) for a workspace with an empty ledger and one with 1,000,000
+ * ledger rows in its current credit period, measured in alternating rounds, next to the previous implementation's statements
  * (lock the workspace row, SUM the period's ledger, SUM the open reservations, insert; then close
  * and insert) replayed as SQL in the same run. Sequential calls give the latency; concurrent
  * calls of the one workspace show whether they queue behind each other.
@@ -50,30 +50,32 @@ const credit = deps.services.credit;
 const client = new pg.Client({ connectionString: database.url });
 await client.connect();
 
-interface Figures {
-  p50: number;
-  p95: number;
-  perSecond: number;
-  statements: number;
-}
+/** Rounds of measurement; each measures both ledgers. */
+const ROUNDS = 6;
 
 try {
-  const { rows: made } = await client.query<{ workspace: string; owner: number }>(
-    `WITH owner AS (INSERT INTO users (email, name, password_hash) VALUES ('owner@bench.test', 'Owner', 'x') RETURNING id)
-     INSERT INTO workspaces (name, slug, owner_id) SELECT 'Bench', 'bench-' || id, id FROM owner RETURNING id AS workspace, owner_id AS owner`,
-  );
-  const { workspace, owner } = made[0]!;
+  /** A workspace with its owner; the two ledgers are two workspaces, measured in turns. */
+  const makeWorkspace = async (label: string) => {
+    const { rows: made } = await client.query<{ workspace: string; owner: number }>(
+      `WITH owner AS (INSERT INTO users (email, name, password_hash) VALUES ($1, 'Owner', 'x') RETURNING id)
+       INSERT INTO workspaces (name, slug, owner_id) SELECT 'Bench', 'bench-' || id, id FROM owner RETURNING id AS workspace, owner_id AS owner`,
+      [`${label}@bench.test`],
+    );
+    return made[0]!;
+  };
+  const empty = await makeWorkspace('empty');
+  const full = await makeWorkspace('full');
   let reference = 0;
-  const usage = () => ({ kind: 'chat' as const, model: 'bench', userId: owner, costUsd: 1e-7, referenceId: `bench-call-${reference++}` });
+  const usage = (owner: number) => ({ kind: 'chat' as const, model: 'bench', userId: owner, costUsd: 1e-7, referenceId: `bench-call-${reference++}` });
 
   /** The current gate and charge through the service. */
-  const current = async () => {
-    const reservation = await credit.admit({ workspace, estimate: 1e-6 });
-    await credit.settle(reservation, usage());
+  const current = (target: { workspace: string; owner: number }) => async () => {
+    const reservation = await credit.admit({ workspace: target.workspace, estimate: 1e-6 });
+    await credit.settle(reservation, usage(target.owner));
   };
 
   /** The previous implementation's statements (without the billing state, which both read alike). */
-  const previous = async () => {
+  const previous = ({ workspace, owner }: { workspace: string; owner: number }) => async () => {
     await client.query('BEGIN');
     await client.query('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE', [workspace]);
     await client.query('SELECT * FROM workspaces WHERE id = $1', [workspace]);
@@ -88,7 +90,7 @@ try {
     await client.query('COMMIT');
     await client.query('BEGIN');
     await client.query('UPDATE credit_reservations SET closed_at = now() WHERE id = $1 AND closed_at IS NULL', [held[0]!.id]);
-    const u = usage();
+    const u = usage(owner);
     await client.query(
       `INSERT INTO credit_usage (workspace_id, user_id, kind, model, cost_usd, reference_id) VALUES ($1, $2, 'chat', 'bench', $3, $4)
        ON CONFLICT (reference_id) DO NOTHING`,
@@ -97,67 +99,95 @@ try {
     await client.query('COMMIT');
   };
 
-  const measure = async (call: () => Promise<void>, countStatements: boolean): Promise<Figures> => {
-    for (let i = 0; i < 20; i++) await call();
-    const before = statements;
-    const ms: number[] = [];
-    for (let i = 0; i < calls; i++) {
-      const started = performance.now();
-      await call();
-      ms.push(performance.now() - started);
-    }
-    const perCall = countStatements ? (statements - before) / calls : 0;
-    const sorted = ascending(ms);
-    // Throughput with `concurrency` calls of the one workspace in flight (the service's pool only).
-    let perSecond = 0;
-    if (countStatements) {
-      const started = performance.now();
-      let left = calls;
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          while (left-- > 0) await call();
-        }),
-      );
-      perSecond = calls / ((performance.now() - started) / 1000);
-    }
-    return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), perSecond, statements: perCall };
-  };
-
-  const results: Array<{ label: string; current: Figures; previous: Figures }> = [];
-  const round = async (label: string) => {
-    const now = { current: await measure(current, true), previous: await measure(previous, false) };
-    results.push({ label, ...now });
-    say(
-      `${label.padEnd(28)} current p50 ${fmt(now.current.p50, 2)} ms, p95 ${fmt(now.current.p95, 2)} ms, ${fmt(now.current.perSecond)} calls/s at ${concurrency}, ` +
-        `${fmt(now.current.statements, 1)} statements  | previous p50 ${fmt(now.previous.p50, 2)} ms, p95 ${fmt(now.previous.p95, 2)} ms`,
-    );
-  };
-
-  await round('empty ledger');
-  say(`inserting ${fmt(rows)} ledger rows in the current period...`);
+  say(`inserting ${fmt(rows)} ledger rows in the current period of the second workspace...`);
   const started = performance.now();
   await client.query(
     `INSERT INTO credit_usage (workspace_id, user_id, kind, model, cost_usd, reference_id, created_at)
      SELECT $1::uuid, $2, 'chat', 'bench', 0.0000001, 'bulk-' || g, now() - make_interval(secs => g % 86400)
      FROM generate_series(1, $3) g`,
-    [workspace, owner, rows],
+    [full.workspace, full.owner, rows],
   );
   await client.query('VACUUM ANALYZE credit_usage');
+  await client.query('CHECKPOINT');
   say(`inserted in ${fmt((performance.now() - started) / 1000, 1)} s`);
-  await round(`${fmt(rows)} ledger rows`);
+
+  /** Latencies (ms) of sequential calls, and the app's statements per call. */
+  const sequential = async (call: () => Promise<void>, count: number) => {
+    const before = statements;
+    const ms: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const began = performance.now();
+      await call();
+      ms.push(performance.now() - began);
+    }
+    return { ms, statements: statements - before };
+  };
+  /** Seconds for `count` calls with `concurrency` in flight for the one workspace (the service's pool only). */
+  const concurrent = async (call: () => Promise<void>, count: number) => {
+    const began = performance.now();
+    let left = count;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (left-- > 0) await call();
+      }),
+    );
+    return (performance.now() - began) / 1000;
+  };
+
+  // The two ledgers alternate within each round (which goes first alternates too), so a change
+  // in the machine's load meanwhile falls on both alike.
+  const targets = [
+    { label: 'empty ledger', current: current(empty), previous: previous(empty) },
+    { label: `${fmt(rows)} ledger rows`, current: current(full), previous: previous(full) },
+  ];
+  const samples = targets.map(() => ({ current: [] as number[], previous: [] as number[], statements: 0, seconds: 0 }));
+  for (const target of targets) for (let i = 0; i < 20; i++) await target.current();
+  const perRound = Math.max(1, Math.floor(calls / ROUNDS));
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? [0, 1] : [1, 0];
+    for (const index of order) {
+      const target = targets[index]!;
+      const sample = samples[index]!;
+      const measured = await sequential(target.current, perRound);
+      sample.current.push(...measured.ms);
+      sample.statements += measured.statements;
+      sample.previous.push(...(await sequential(target.previous, Math.max(1, Math.floor(perRound / 3)))).ms);
+      sample.seconds += await concurrent(target.current, perRound);
+    }
+  }
+  const results = targets.map((target, index) => {
+    const sample = samples[index]!;
+    const currentSorted = ascending(sample.current);
+    const previousSorted = ascending(sample.previous);
+    const figures = {
+      label: target.label,
+      current: {
+        p50: percentile(currentSorted, 50),
+        p95: percentile(currentSorted, 95),
+        perSecond: (perRound * ROUNDS) / sample.seconds,
+        statements: sample.statements / sample.current.length,
+      },
+      previous: { p50: percentile(previousSorted, 50), p95: percentile(previousSorted, 95) },
+    };
+    say(
+      `${target.label.padEnd(28)} current p50 ${fmt(figures.current.p50, 2)} ms, p95 ${fmt(figures.current.p95, 2)} ms, ${fmt(figures.current.perSecond)} calls/s at ${concurrency}, ` +
+        `${fmt(figures.current.statements, 1)} statements  | previous p50 ${fmt(figures.previous.p50, 2)} ms, p95 ${fmt(figures.previous.p95, 2)} ms`,
+    );
+    return figures;
+  });
 
   const loadAtEnd = loadAverage();
-  const [empty, full] = results as [(typeof results)[0], (typeof results)[0]];
+  const [none, many] = results as [(typeof results)[0], (typeof results)[0]];
   const change = (a: number, b: number) => `${b >= a ? '+' : ''}${fmt(((b - a) / a) * 100, 1)} %`;
-  say(`current: p50 ${change(empty.current.p50, full.current.p50)} with the rows; previous: p50 ${change(empty.previous.p50, full.previous.p50)}`);
+  say(`current: p50 ${change(none.current.p50, many.current.p50)} with the rows; previous: p50 ${change(none.previous.p50, many.previous.p50)}`);
   if (!args['no-record']) {
     appendResults('credit gate (PostgreSQL)', [
       '`npm run bench:credit` (see bench/README.md).',
       '',
       machineLine(),
-      `- database: ${database.label}; one workspace on the free plan (its period is its lifetime), ${fmt(rows)} ledger rows added between the two rounds`,
+      `- database: ${database.label}; two workspaces on the free plan (the period is the lifetime), one with ${fmt(rows)} ledger rows in it`,
       `- load average ${loadAtStart} at the start, ${loadAtEnd} at the end`,
-      `- per round: ${calls} sequential admit + settle after 20 warm-up (in-process service calls, the app's pool), then ${calls} with ${concurrency} in flight for the one workspace; statements counted as the app issues them. Previous: its statements replayed on one connection (lock, SUM ledger, SUM reservations, insert; close, insert), without the billing state both read alike`,
+      `- ${ROUNDS} rounds, each measuring both workspaces in turn (the first alternating): ${perRound} sequential admit + settle (in-process service calls, the app's pool), ${Math.max(1, Math.floor(perRound / 3))} calls of the previous statements replayed on one connection (lock, SUM ledger, SUM reservations, insert; close, insert; without the billing state both read alike), then ${perRound} calls with ${concurrency} in flight for the one workspace; 20 warm-up calls each first; statements counted as the app issues them`,
       '',
       '| ledger | current p50 (ms) | current p95 (ms) | current calls/s at concurrency | statements per admit + settle | previous p50 (ms) | previous p95 (ms) |',
       '|---|---:|---:|---:|---:|---:|---:|',
@@ -166,7 +196,7 @@ try {
           `| ${r.label} | ${fmt(r.current.p50, 2)} | ${fmt(r.current.p95, 2)} | ${fmt(r.current.perSecond)} | ${fmt(r.current.statements, 1)} | ${fmt(r.previous.p50, 2)} | ${fmt(r.previous.p95, 2)} |`,
       ),
       '',
-      `- with the rows, current p50 ${change(empty.current.p50, full.current.p50)}, previous p50 ${change(empty.previous.p50, full.previous.p50)}`,
+      `- with the rows, current p50 ${change(none.current.p50, many.current.p50)}, previous p50 ${change(none.previous.p50, many.previous.p50)}`,
     ]);
   }
 } finally {
