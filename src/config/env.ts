@@ -51,6 +51,8 @@ const envSchema = z.object({
 
   DATABASE_URL: optionalUrl,
   REDIS_URL: optionalUrl,
+  /** The embedded database's shared_buffers (MB); unset: twice its data, 16-128 MB (db/pglite-buffers.ts). */
+  EMBEDDED_DB_SHARED_BUFFERS_MB: z.coerce.number().int().min(1).max(16_384).optional(),
   /** Connections in the PostgreSQL pool (per process). */
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   /** Longest wait for a new PostgreSQL connection before the request fails with 503. */

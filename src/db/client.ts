@@ -7,6 +7,7 @@ import { type PgDatabase, type PgQueryResultHKT, PgTransaction } from 'drizzle-o
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { SpanKind } from '@opentelemetry/api';
 import type { PoolStats } from '../platform/metrics.js';
+import { autoSharedBuffersMb, MIN_SHARED_BUFFERS_MB } from './pglite-buffers.js';
 import { explainOpenFailure, guardPglite } from './pglite-guard.js';
 import { tracingEnabled, withSpan } from '../platform/tracing.js';
 import { isPostgres, observingStatements, reportStatement, statementAttributes, statementName } from './statements.js';
@@ -34,6 +35,8 @@ export interface DatabaseOptions {
   url?: string;
   /** PGlite data directory; `memory://` keeps it in memory (tests). */
   pgliteDir?: string;
+  /** PGlite's `shared_buffers` in MB; default: sized to the data directory. */
+  pgliteSharedBuffersMb?: number;
   poolSize?: number;
   /**
    * Longest wait for a new connection to PostgreSQL (DATABASE_CONNECT_TIMEOUT_MS): past it the
@@ -66,7 +69,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     ]);
     return openPostgres({ postgres, drizzle }, options.url, options);
   }
-  return openPglite(options.pgliteDir ?? 'memory://', { onStopped: options.onStopped });
+  return openPglite(options.pgliteDir ?? 'memory://', { onStopped: options.onStopped, sharedBuffersMb: options.pgliteSharedBuffersMb });
 }
 
 /**
@@ -87,6 +90,8 @@ export const EMBEDDED_VECTOR_SEARCH_SETTINGS = { ...VECTOR_SEARCH_SETTINGS, 'hns
 
 export interface PgliteOptions {
   loadDataDir?: Blob;
+  /** PostgreSQL's `shared_buffers` in MB; default: sized to the data directory (pglite-buffers.ts). */
+  sharedBuffersMb?: number;
   /**
    * Called once if the instance stops for good (PostgreSQL's PANIC or FATAL, e.g. its
    * write-ahead log could not grow on a full disk; pglite-guard.ts). server.ts restarts the process.
@@ -97,7 +102,9 @@ export interface PgliteOptions {
 export async function openPglite(dir: string, options: PgliteOptions = {}): Promise<Database & { client: PGlite }> {
   const onDisk = !dir.startsWith('memory://');
   if (onDisk) mkdirSync(path.resolve(dir), { recursive: true });
-  const client = await PGlite.create({ dataDir: dir, extensions: { vector }, loadDataDir: options.loadDataDir }).catch((error: unknown) => {
+  const sharedBuffersMb = options.sharedBuffersMb ?? (onDisk ? autoSharedBuffersMb(dir) : MIN_SHARED_BUFFERS_MB);
+  const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`];
+  const client = await PGlite.create({ dataDir: dir, extensions: { vector }, loadDataDir: options.loadDataDir, startParams }).catch((error: unknown) => {
     throw onDisk ? explainOpenFailure(dir, error) : error;
   });
   await client.exec(

@@ -13,6 +13,7 @@ export async function openServiceDatabase(config: Config, options: Pick<Database
     ...options,
     url: config.DATABASE_URL,
     pgliteDir: `${config.DATA_DIR}/db`,
+    pgliteSharedBuffersMb: config.EMBEDDED_DB_SHARED_BUFFERS_MB,
     poolSize: config.DATABASE_POOL_SIZE,
     connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
     poolWaitMs: config.DATABASE_POOL_WAIT_MS,
