@@ -60,6 +60,11 @@ const { values: args } = parseArgs({
     warmup: { type: 'string', default: process.env.BENCH_WARMUP_EVENTS ?? '3000' },
     probe: { type: 'string', default: process.env.BENCH_PROBE_EVENTS ?? '50' },
     client: { type: 'string', default: process.env.BENCH_CLIENT ?? 'undici' },
+    'peer-url': { type: 'string', default: process.env.BENCH_PEER_URL },
+    'peer-secret': { type: 'string', default: process.env.BENCH_PEER_SECRET },
+    'peer-header': { type: 'string', default: process.env.BENCH_PEER_HEADER ?? 'stripe-signature' },
+    'peer-label': { type: 'string', default: process.env.BENCH_PEER_LABEL ?? 'peer' },
+    'peer-pid': { type: 'string', default: process.env.BENCH_PEER_PID },
     'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
   },
   allowPositionals: false,
@@ -76,10 +81,20 @@ const warmupEvents = positiveInt('warmup', args.warmup, 0);
 const probeEvents = positiveInt('probe', args.probe, 0);
 if (args.client !== 'undici' && args.client !== 'fetch') throw new Error(`--client must be undici or fetch (got ${args.client})`);
 const client = args.client;
+/** Another implementation of the same webhook, sent the same events in the same run (bench/README.md). */
+const peer = args['peer-url']
+  ? {
+      url: args['peer-url'],
+      signing: { secret: args['peer-secret'] ?? '', header: args['peer-header']! },
+      label: args['peer-label']!,
+      pid: args['peer-pid'] ? positiveInt('peer-pid', args['peer-pid']) : undefined,
+    }
+  : undefined;
+if (peer && !peer.signing.secret) throw new Error('--peer-url needs --peer-secret (the peer\'s webhook signing secret)');
 
 /** One signed POST; the response's status once its body is read. */
-async function post(url: string, body: string, header: string): Promise<number> {
-  const headers = { 'content-type': 'application/json', 'payment-signature': header };
+async function post(url: string, body: string, signature: string, header = 'payment-signature'): Promise<number> {
+  const headers = { 'content-type': 'application/json', [header]: signature };
   if (client === 'fetch') {
     const response = await fetch(url, { method: 'POST', headers, body });
     await response.arrayBuffer();
@@ -118,6 +133,12 @@ const SUBSCRIPTIONS = 50;
 const PRODUCTS = 20;
 const PRICES = 40;
 const secret = `whsec_bench_${randomBytes(16).toString('hex')}`;
+/** How a body is signed: our service's secret and header, or the peer's. */
+interface Signing {
+  secret: string;
+  header: string;
+}
+const ours: Signing = { secret, header: 'payment-signature' };
 
 function machine(): Record<string, string> {
   let cpu = os.cpus()[0]?.model ?? 'unknown';
@@ -228,10 +249,12 @@ interface PhaseResult {
   /** CPU seconds of this process (server and client) and of the local PostgreSQL's processes (null: not local). */
   appCpu: number;
   postgresCpu: number | null;
+  /** CPU seconds of the peer's process (`--peer-pid`), for its phase. */
+  peerCpu?: number;
 }
 
 /** Sends every body (signed at send time) with at most `concurrency` requests in flight. */
-async function run(label: string, url: string, bodies: string[], inFlight = concurrency): Promise<PhaseResult> {
+async function run(label: string, url: string, bodies: string[], inFlight = concurrency, signing = ours, peerPid?: number): Promise<PhaseResult> {
   const latencies: number[] = [];
   const statuses: Record<number, number> = {};
   let next = 0;
@@ -239,12 +262,13 @@ async function run(label: string, url: string, bodies: string[], inFlight = conc
   const counted = countStatements();
   const appCpuBefore = processCpuSeconds();
   const postgresCpuBefore = postgresCpuSeconds();
+  const peerCpuBefore = peerPid === undefined ? undefined : pidCpuSeconds(peerPid);
   async function worker() {
     while (next < bodies.length) {
       const body = bodies[next++]!;
-      const header = Stripe.webhooks.generateTestHeaderString({ payload: body, secret });
+      const signature = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: signing.secret });
       const t0 = performance.now();
-      const status = await post(url, body, header);
+      const status = await post(url, body, signature, signing.header);
       latencies.push(performance.now() - t0);
       statuses[status] = (statuses[status] ?? 0) + 1;
     }
@@ -258,10 +282,17 @@ async function run(label: string, url: string, bodies: string[], inFlight = conc
     seconds,
     latencies,
     statuses,
-    statements: counted().total,
+    statements: signing === ours ? counted().total : undefined,
     appCpu: processCpuSeconds() - appCpuBefore,
     postgresCpu: postgresCpuBefore === null || postgresCpuAfter === null ? null : postgresCpuAfter - postgresCpuBefore,
+    ...(peerCpuBefore === undefined ? {} : { peerCpu: pidCpuSeconds(peerPid!) - peerCpuBefore }),
   };
+}
+
+/** User + system CPU seconds of one process, from /proc. */
+function pidCpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -276,8 +307,8 @@ function table(results: PhaseResult[]): string {
     const sorted = [...r.latencies].sort((a, b) => a - b);
     lines.push(
       `| ${r.label} | ${fmt(r.events)} | ${fmt(r.events / r.seconds)} | ${fmt(percentile(sorted, 50), 1)} | ${fmt(percentile(sorted, 99), 1)} | ` +
-        `${statementsCounted ? fmt((r.statements ?? 0) / r.events, 2) : 'n/a'} | ` +
-        `${fmt((1000 * r.appCpu) / r.events, 3)} | ${r.postgresCpu === null || !statementsCounted ? 'n/a' : fmt((1000 * r.postgresCpu) / r.events, 3)} | ` +
+        `${statementsCounted && r.statements !== undefined ? fmt(r.statements / r.events, 2) : 'n/a'} | ` +
+        `${r.peerCpu === undefined ? fmt((1000 * r.appCpu) / r.events, 3) : `${fmt((1000 * r.peerCpu) / r.events, 3)} (the peer's)`} | ${r.postgresCpu === null || !statementsCounted ? 'n/a' : fmt((1000 * r.postgresCpu) / r.events, 3)} | ` +
         `${Object.entries(r.statuses).map(([s, n]) => `${s}: ${n}`).join(', ')} |`,
     );
   }
@@ -334,6 +365,11 @@ function record(results: PhaseResult[], database: string, outcomes: string, pool
       `- Node ${m.node}; database: ${database}; 1-minute load average ${loadBefore} before the run, ${os.loadavg()[0]!.toFixed(2)} after`,
       `- settings: ${concurrency} concurrent requests, ${warmupEvents} warm-up events, ${poolSize} database connections (DATABASE_POOL_SIZE)`,
       `- inbox outcomes: ${outcomes}`,
+      ...(peer
+        ? [
+            `- peer: ${peer.label} at ${peer.url}, sent the same warm-up and new-event bodies right after our redelivery phase, signed with its own secret in \`${peer.signing.header}\` (its database emptied beforehand); its row's CPU is the peer process's${peer.pid ? '' : ' (not measured: no --peer-pid)'}, PostgreSQL's is the same server's`,
+          ]
+        : []),
       ...(perType.length
         ? [`- SQL statements (node-postgres \`query\` calls, BEGIN/COMMIT included), ${probeEvents} sequential new events of each type after the run:`, ...perType.map((l) => `  - ${l}`)]
         : []),
@@ -384,6 +420,13 @@ async function main(): Promise<void> {
     if (warmupEvents) await run('warm-up', url, bodies.slice(0, warmupEvents));
     const fresh = await run('new events', url, bodies.slice(warmupEvents));
     const redelivery = await run('redelivery', url, bodies.slice(warmupEvents, warmupEvents + Math.min(totalEvents, 1000)));
+    // The peer: the same bodies, its own signature, warmed up alike (its database must start
+    // without these objects' rows: an event older than the stored row changes nothing there).
+    const peerResults: PhaseResult[] = [];
+    if (peer) {
+      if (warmupEvents) await run(`warm-up (${peer.label})`, peer.url, bodies.slice(0, warmupEvents), concurrency, peer.signing);
+      peerResults.push(await run(`${peer.label}: new events`, peer.url, bodies.slice(warmupEvents), concurrency, peer.signing, peer.pid));
+    }
     // The floor: the same client, bodies and signatures against a bare Fastify route that parses
     // the JSON and answers like the app does (no signature check, no database).
     const bareUrl = `${await listen(bare)}/bare`;
@@ -397,7 +440,7 @@ async function main(): Promise<void> {
     const [{ n } = { n: 0 }] = await db.select({ n: count() }).from(webhookEvents);
 
     const m = machine();
-    const results = [fresh, redelivery, floor];
+    const results = [fresh, redelivery, ...peerResults, floor];
     process.stdout.write(`\n${m.cpus} CPUs, ${m.cpu}, Node ${m.node}; ${database}\ninbox: ${n} events (${outcomes})\n\n${table(results)}\n\n${perType.map((l) => `${l}\n`).join('')}\n`);
     const failures = results.filter((r) => Object.keys(r.statuses).some((s) => s !== '200'));
     if (n !== expected) process.stdout.write(`warning: the inbox holds ${n} events, expected ${expected}\n`);
