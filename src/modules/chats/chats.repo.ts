@@ -1,5 +1,5 @@
-import { and, count, desc, eq, getTableColumns, inArray, type Placeholder, sql } from 'drizzle-orm';
-import { union } from 'drizzle-orm/pg-core';
+import { and, count, desc, eq, inArray, ne, not, type Placeholder, sql } from 'drizzle-orm';
+import { unionAll } from 'drizzle-orm/pg-core';
 import type { DbOrTx } from '../../db/client.js';
 import { users } from '../users/users.table.js';
 import { chatSessions, chatShares } from './chats.table.js';
@@ -47,45 +47,65 @@ export async function findChatByLink(db: DbOrTx, linkUuid: string): Promise<Chat
 }
 
 /**
- * The chats of a workspace a user may see, as three index paths whose union is the visibility
- * rule: the ones they own (chat_sessions_visible_owner_idx), the public ones
- * (chat_sessions_visible_public_idx, partial) and the ones shared with them (chat_shares_user_idx
- * then the primary key). `upTo` bounds each path to its newest rows: the first `upTo` of the
- * union are among them.
+ * The chats of a workspace a user may see, as three disjoint index paths whose union is the
+ * visibility rule: the ones they own (chat_sessions_visible_owner_idx), the public ones of others
+ * (chat_sessions_visible_public_idx, partial) and the private ones of others shared with them
+ * (chat_shares_user_idx, then each chat by its primary key). Disjoint, so the union needs no
+ * de-duplication and the newest rows of all three merge from their indexes in order.
+ * `upTo` bounds each path to its newest rows: the first `upTo` of the union are among them.
  */
-function visibleChats(db: DbOrTx, upTo?: Placeholder) {
+function visiblePaths(db: DbOrTx, upTo?: Placeholder) {
   const ws = sql.placeholder('ws');
   const user = sql.placeholder('user');
   const columns = { id: chatSessions.id, updatedAt: chatSessions.updatedAt };
   const newest = [desc(chatSessions.updatedAt), desc(chatSessions.id)];
-  const paths = [
-    db.select(columns).from(chatSessions).where(and(eq(chatSessions.workspaceId, ws), eq(chatSessions.ownerId, user))),
-    // A literal predicate (not a parameter), so the partial index applies to every plan.
-    db.select(columns).from(chatSessions).where(and(eq(chatSessions.workspaceId, ws), sql`${chatSessions.isPublic}`)),
-    db
-      .select(columns)
-      .from(chatShares)
-      .innerJoin(chatSessions, eq(chatSessions.id, chatShares.sessionId))
-      .where(and(eq(chatShares.userId, user), eq(chatSessions.workspaceId, ws))),
-  ] as const;
-  if (!upTo) return union(...paths);
-  const [own, open, shared] = paths.map((path) => path.orderBy(...newest).limit(upTo));
-  return union(own!, open!, shared!);
+  const own = db.select(columns).from(chatSessions).where(and(eq(chatSessions.workspaceId, ws), eq(chatSessions.ownerId, user)));
+  // A literal predicate (not a parameter), so the partial index applies to every plan.
+  const open = db
+    .select(columns)
+    .from(chatSessions)
+    .where(and(eq(chatSessions.workspaceId, ws), sql`${chatSessions.isPublic}`, ne(chatSessions.ownerId, user)));
+  // One primary-key lookup per share: as a plain join the planner hashed the whole workspace's
+  // chats to find the few shared ones (the LIMIT, one row per key anyway, keeps PostgreSQL from
+  // flattening the lateral subquery into that join).
+  const sharedChat = db
+    .select(columns)
+    .from(chatSessions)
+    .where(and(eq(chatSessions.id, chatShares.sessionId), eq(chatSessions.workspaceId, ws), not(chatSessions.isPublic), ne(chatSessions.ownerId, user)))
+    .limit(1)
+    .as('shared_chat');
+  const shared = db
+    .select({ id: sharedChat.id, updatedAt: sharedChat.updatedAt })
+    .from(chatShares)
+    .crossJoinLateral(sharedChat)
+    .where(eq(chatShares.userId, user));
+  if (!upTo) return { own, open, shared };
+  return {
+    own: own.orderBy(...newest).limit(upTo),
+    open: open.orderBy(...newest).limit(upTo),
+    shared: shared.orderBy(desc(sharedChat.updatedAt), desc(sharedChat.id)).limit(upTo),
+  };
 }
 
 /** The statements of the chat list, prepared once per database (Drizzle builds their SQL once). */
 function listStatements(db: DbOrTx) {
-  const visibleCount = sql<number>`(select count(*) from ${visibleChats(db).as('visible_ids')})`.mapWith(Number);
-  const page = visibleChats(db, sql.placeholder('upTo')).as('visible');
+  const all = visiblePaths(db);
+  const visibleCount = sql<number>`((select count(*) from ${all.own.as('own_ids')}) + (select count(*) from ${all.open.as('open_ids')}) + (select count(*) from ${all.shared.as('shared_ids')}))`.mapWith(Number);
+  const newest = visiblePaths(db, sql.placeholder('upTo'));
+  const page = unionAll(newest.own, newest.open, newest.shared)
+    .orderBy(sql`"updated_at" desc, "id" desc`)
+    .limit(sql.placeholder('limit'))
+    .offset(sql.placeholder('offset'))
+    .as('visible');
+  // Each of the page's chats by its primary key (a join hashed the workspace's chats; LIMIT as above).
+  const chat = db.select().from(chatSessions).where(eq(chatSessions.id, page.id)).limit(1).as('chat');
   return {
     // The page and the total in one statement (the count an uncorrelated subquery, run once).
     page: db
-      .select({ ...getTableColumns(chatSessions), total: visibleCount })
+      .select({ ...chat._.selectedFields, total: visibleCount })
       .from(page)
-      .innerJoin(chatSessions, eq(chatSessions.id, page.id))
-      .orderBy(desc(chatSessions.updatedAt), desc(chatSessions.id))
-      .limit(sql.placeholder('limit'))
-      .offset(sql.placeholder('offset'))
+      .crossJoinLateral(chat)
+      .orderBy(desc(page.updatedAt), desc(page.id))
       .prepare('chats_visible_page'),
     // Only for a page past the end, which has no row to carry the total.
     count: db.select({ total: visibleCount }).from(sql`(select 1) as one`).prepare('chats_visible_count'),
