@@ -20,7 +20,7 @@ import { installedVersion } from './installed-version.mjs';
 /**
  * Packages never bundled, each for a reason:
  * - they read their own files at run time (PGlite's WebAssembly and data files, swagger-ui's
- *   static assets) or load native code (argon2, the optional msgpackr native);
+ *   static assets) or load native code (argon2, the optional msgpackr and pg natives);
  * - the OpenTelemetry SDK is required from node_modules only when tracing is on (tracing.ts), so
  *   its API stays there too: one copy of the API's registry;
  * - pino: the logger, kept as it is (its transports would load their own files);
@@ -36,6 +36,7 @@ const EXTERNAL_PACKAGES = [
   '@fastify/swagger-ui',
   '@node-rs/argon2',
   'msgpackr-extract',
+  'pg-native',
   '@opentelemetry/api',
   '@opentelemetry/sdk-trace-node',
   '@opentelemetry/sdk-trace-base',
@@ -43,7 +44,7 @@ const EXTERNAL_PACKAGES = [
   '@opentelemetry/semantic-conventions',
   '@opentelemetry/exporter-trace-otlp-http',
   'pino',
-  'postgres',
+  'pg',
   'bullmq',
   'ioredis',
   '@aws-sdk/client-s3',

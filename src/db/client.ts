@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -5,16 +6,14 @@ import { vector } from '@electric-sql/pglite-pgvector';
 import { Column, is, Name, Param, Placeholder, SQL, sql, StringChunk, Subquery, Table, View } from 'drizzle-orm';
 import { type PgDatabase, type PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { SpanKind } from '@opentelemetry/api';
 import type { PoolStats } from '../platform/metrics.js';
 import { autoSharedBuffersMb, MIN_SHARED_BUFFERS_MB } from './pglite-buffers.js';
 import { explainOpenFailure, guardPglite } from './pglite-guard.js';
-import { tracingEnabled, withSpan } from '../platform/tracing.js';
-import { isPostgres, observingStatements, reportStatement, statementAttributes, statementName } from './statements.js';
+import { isPostgres, traceQueries } from './statements.js';
 
 export { observeStatements } from './statements.js';
 
-/** The one database type every repo uses; PGlite and postgres.js both satisfy it. */
+/** The one database type every repo uses; PGlite and node-postgres both satisfy it. */
 export type Db = PgDatabase<PgQueryResultHKT>;
 export type Tx = PgTransaction<PgQueryResultHKT>;
 /** Repos accept either the database or an open transaction. */
@@ -40,19 +39,19 @@ export interface DatabaseOptions {
   poolSize?: number;
   /**
    * Longest wait for a new connection to PostgreSQL (DATABASE_CONNECT_TIMEOUT_MS): past it the
-   * statements waiting for it fail (postgres.js's CONNECT_TIMEOUT), answered with 503. Default 2000 ms.
+   * query fails ("Connection terminated due to connection timeout"), answered with 503. Default 2000 ms.
    */
   connectTimeoutMs?: number;
   /**
-   * Longest a statement waits in the client for a connection to take it (DATABASE_POOL_WAIT_MS:
-   * every connection held by a transaction or its pipeline full), so a burst of requests queues
-   * instead of failing; past it "timeout exceeded when trying to connect" (503). Default 10,000 ms.
+   * Longest wait for a connection of a full pool (DATABASE_POOL_WAIT_MS), so a burst of requests
+   * queues for the pool instead of failing; past it "timeout exceeded when trying to connect" (503).
+   * Default 10,000 ms.
    */
   poolWaitMs?: number;
   /**
-   * Client-side limit of one statement, from when it is issued (DATABASE_QUERY_TIMEOUT_MS): a
-   * server that stops answering (partition, hung host) fails the statement ("Query read timeout")
-   * instead of holding the request. Default 30,000 ms.
+   * Client-side limit of one query (DATABASE_QUERY_TIMEOUT_MS): a server that stops answering
+   * (partition, hung host) fails the query ("Query read timeout") instead of holding the request.
+   * Default 30,000 ms.
    */
   queryTimeoutMs?: number;
   /** PGlite only: called once if the embedded database stops for good (see openPglite). */
@@ -62,12 +61,12 @@ export interface DatabaseOptions {
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.url) {
     // The PostgreSQL driver is loaded only on that profile (the embedded one never needs it).
-    const [{ default: postgres }, { drizzle }, { openPostgres }] = await Promise.all([
-      import('postgres'),
-      import('drizzle-orm/postgres-js'),
+    const [{ default: pg }, { drizzle }, { openPostgres }] = await Promise.all([
+      import('pg'),
+      import('drizzle-orm/node-postgres'),
       import('./postgres.js'),
     ]);
-    return openPostgres({ postgres, drizzle }, options.url, options);
+    return openPostgres({ pg, drizzlePg: drizzle }, options.url, options);
   }
   return openPglite(options.pgliteDir ?? 'memory://', { onStopped: options.onStopped, sharedBuffersMb: options.pgliteSharedBuffersMb });
 }
@@ -145,30 +144,6 @@ export async function openPglite(dir: string, options: PgliteOptions = {}): Prom
   };
 }
 
-const TRACED = Symbol('traced queries');
-
-/**
- * PGlite's statements: one CLIENT span per statement (`db.query.text` without the parameters,
- * which may be personal data) around the promise form of `query`, as drizzle calls it, and the
- * statement observers. Installed always, traced only while tracing is on (a boolean test per
- * query otherwise); callback calls pass through.
- */
-function traceQueries<T extends { query: (...args: never[]) => unknown }>(target: T): T {
-  const marked = target as T & { [TRACED]?: true };
-  if (marked[TRACED]) return target;
-  marked[TRACED] = true;
-  const original = target.query.bind(target) as (...args: unknown[]) => unknown;
-  (target as { query: unknown }).query = (...args: unknown[]) => {
-    const first = args[0];
-    const textOf = () => (typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? ''));
-    if (observingStatements()) reportStatement(textOf());
-    if (!tracingEnabled() || typeof args[args.length - 1] === 'function') return original(...args);
-    const text = textOf();
-    return withSpan(statementName(text), { kind: SpanKind.CLIENT, attributes: statementAttributes(text) }, () => original(...args) as Promise<unknown>);
-  };
-  return target;
-}
-
 /**
  * A PostgreSQL array literal of text values, to pass as ONE parameter and cast (`::uuid[]`,
  * `::text[]`): drizzle spreads a JS array into one parameter per element.
@@ -176,11 +151,11 @@ function traceQueries<T extends { query: (...args: never[]) => unknown }>(target
 export const textArrayLiteral = (values: readonly string[]): string =>
   `{${values.map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 
-/** Runs raw SQL and returns its rows (PGlite answers `{ rows }`, postgres.js the rows themselves). */
+/** Runs raw SQL and returns its rows (node-postgres and PGlite both answer `{ rows }`). */
 export async function queryRows<T>(db: DbOrTx, query: SQL): Promise<T[]> {
   if (is(db, PgTransaction)) refuseFlushWaitInTransaction(query);
-  const result = (await db.execute(query)) as unknown as { rows: T[] } | T[];
-  return Array.isArray(result) ? result : result.rows;
+  const result = (await db.execute(query)) as unknown as { rows: T[] };
+  return result.rows;
 }
 
 /**
@@ -227,7 +202,7 @@ export type StatementParam = (name: string) => SQL;
  * `param(name)` wherever a value goes, and each call passes the values by name.
  *
  * On PostgreSQL (outside a transaction) the text is composed and rendered once, with
- * placeholders; a call only fills in its values and runs a prepared statement, parsed once
+ * placeholders; a call only fills in its values and runs a named prepared statement, parsed once
  * per connection and planned from the server's plan cache, so neither drizzle nor the server
  * builds the statement again (a webhook event's statement took ~7 % of its CPU to build).
  * Elsewhere (PGlite, a transaction) it is composed with the values each call. One round trip
@@ -240,7 +215,7 @@ function valueOf(values: Readonly<Record<string, StatementValue>>, name: string)
 
 export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
   /** The text, and each parameter's value name (or its constant value, rendered once). */
-  let rendered: { text: string; slots: ({ value: string } | { constant: unknown })[] } | undefined;
+  let rendered: { name: string; text: string; slots: ({ value: string } | { constant: unknown })[] } | undefined;
   return async (db: DbOrTx, values: Readonly<Record<string, StatementValue>>): Promise<Row[]> => {
     if (!isPostgres(db)) {
       return queryRows<Row>(
@@ -252,10 +227,11 @@ export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
       const dialect = (db as unknown as { dialect: { sqlToQuery(query: SQL): { sql: string; params: unknown[] } } }).dialect;
       const { sql: text, params } = dialect.sqlToQuery(build((name) => sql`${sql.placeholder(name)}`));
       const slots = params.map((param) => (is(param, Placeholder) ? { value: param.name as string } : { constant: param }));
-      rendered = { text, slots };
+      rendered = { name: `q_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text, slots };
     }
     const filled = rendered.slots.map((slot) => ('value' in slot ? valueOf(values, slot.value) : slot.constant));
-    const client = (db as unknown as { $client: { unsafe(text: string, values: unknown[], options: { prepare: boolean }): Promise<Row[]> } }).$client;
-    return client.unsafe(rendered.text, filled, { prepare: true });
+    const pool = (db as unknown as { $client: { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: Row[] }> } }).$client;
+    const result = await pool.query({ name: rendered.name, text: rendered.text, values: filled });
+    return result.rows;
   };
 }

@@ -33,21 +33,19 @@ export async function runMigrations(database: Database, url?: string): Promise<v
   }
   if (!url) throw new Error('runMigrations needs the connection URL on PostgreSQL');
   // Loaded only on PostgreSQL, like the driver in client.ts.
-  const [{ default: postgres }, { drizzle }, { migrate: migratePg }] = await Promise.all([
-    import('postgres'),
-    import('drizzle-orm/postgres-js'),
-    import('drizzle-orm/postgres-js/migrator'),
+  const [{ default: pg }, { drizzle: drizzlePg }, { migrate: migratePg }] = await Promise.all([
+    import('pg'),
+    import('drizzle-orm/node-postgres'),
+    import('drizzle-orm/node-postgres/migrator'),
   ]);
-  // One connection: the session-level lock is held by the connection that migrates.
-  // No max_lifetime: postgres.js would end the connection, and with it the lock, as soon as a
-  // wait for the lock longer than its lifetime was over, and migrate unlocked on a new one.
-  const client = postgres(url, { max: 1, max_lifetime: null, onnotice: () => undefined, fetch_types: false });
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
   try {
-    await client`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
-    await client`CREATE EXTENSION IF NOT EXISTS vector`;
-    await migratePg(drizzle(client), { migrationsFolder: migrationsDir });
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query('CREATE EXTENSION IF NOT EXISTS vector');
+    await migratePg(drizzlePg(client), { migrationsFolder: migrationsDir });
   } finally {
-    await client`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.catch(() => undefined);
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
     await client.end();
   }
 }

@@ -1,9 +1,10 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { sql } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/node-postgres';
 import { Redis, type RedisOptions } from 'ioredis';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../test/support/redis-server.js';
-import { type Database, type DatabaseOptions, openDatabase } from '../db/client.js';
 import { ModelCallError } from '../modules/agents/frameworks.js';
 import { AppError, ServiceUnavailableError } from './errors.js';
 import { describeDependencyFault, findDependencyFault, isDependencyUnavailable } from './faults.js';
@@ -55,19 +56,12 @@ afterAll(async () => {
 
 const pgUrl = (port: number) => `postgres://nobody@127.0.0.1:${port}/none`;
 
-describe('PostgreSQL faults (postgres.js through db/client.ts, Drizzle)', () => {
-  /** The service's own database client on `port`, closed after `work`. */
-  async function withDatabase<T>(port: number, options: Partial<DatabaseOptions>, work: (database: Database) => Promise<T>): Promise<T> {
-    const database = await openDatabase({ url: pgUrl(port), ...options });
-    try {
-      return await work(database);
-    } finally {
-      await database.close();
-    }
-  }
-
+describe('PostgreSQL faults (pg, pg-pool, Drizzle)', () => {
   it('connection refused, wrapped by Drizzle with the SQL and its parameters', async () => {
-    const error = await withDatabase(closedPort, {}, (database) => failure(database.db.execute(sql`select ${'secret-parameter'} as leaked from users`)));
+    const pool = new pg.Pool({ connectionString: pgUrl(closedPort), connectionTimeoutMillis: 2000 });
+    const db = drizzle(pool);
+    const error = await failure(db.execute(sql`select ${'secret-parameter'} as leaked from users`));
+    await pool.end();
     expect(error.message).toContain('secret-parameter'); // Drizzle's message: why it is never logged
     expect(isDependencyUnavailable(error)).toBe(true);
     const described = describeDependencyFault(error)!;
@@ -75,37 +69,36 @@ describe('PostgreSQL faults (postgres.js through db/client.ts, Drizzle)', () => 
     expect(JSON.stringify(described)).not.toMatch(/secret-parameter|select|users/);
   });
 
-  it('a server that hangs up at once: retried until DATABASE_POOL_WAIT_MS, then "timeout exceeded when trying to connect"', async () => {
-    // postgres.js reconnects (with a backoff) while a statement waits for its first connection.
-    const { error, ms } = await withDatabase(hangsUp, { poolWaitMs: 300 }, async (database) => {
-      const started = Date.now();
-      return { error: await failure(database.db.execute(sql`select 1`)), ms: Date.now() - started };
-    });
-    expect(ms).toBeGreaterThanOrEqual(250);
-    expect(ms).toBeLessThan(2000);
-    expect(describeDependencyFault(error)?.message).toBe('timeout exceeded when trying to connect');
+  it('a server that hangs up: "Connection terminated unexpectedly"', async () => {
+    const client = new pg.Client({ connectionString: pgUrl(hangsUp) });
+    const error = await failure(client.connect());
+    expect(error.message).toMatch(/^Connection terminated/);
+    expect(isDependencyUnavailable(error)).toBe(true);
   });
 
-  it('a server that never answers: the connect gives up after DATABASE_CONNECT_TIMEOUT_MS', async () => {
-    const { error, ms } = await withDatabase(silent, { connectTimeoutMs: 200, poolWaitMs: 5000 }, async (database) => {
-      const started = Date.now();
-      return { error: await failure(database.db.execute(sql`select 1`)), ms: Date.now() - started };
-    });
-    expect(ms).toBeLessThan(2000);
-    expect(describeDependencyFault(error)?.code).toBe('CONNECT_TIMEOUT');
+  it('a server that never answers: the pool gives up after connectionTimeoutMillis', async () => {
+    const pool = new pg.Pool({ connectionString: pgUrl(silent), connectionTimeoutMillis: 200 });
+    const started = Date.now();
+    const error = await failure(pool.query('select 1'));
+    expect(Date.now() - started).toBeLessThan(2000);
+    await pool.end();
+    expect(error.message).toMatch(/^Connection terminated due to connection timeout/);
+    expect(isDependencyUnavailable(error)).toBe(true);
   });
 
-  it('no connection takes the statement within DATABASE_POOL_WAIT_MS: "timeout exceeded when trying to connect"', async () => {
-    const { error, ms } = await withDatabase(silent, { connectTimeoutMs: 5000, poolWaitMs: 150, poolSize: 1 }, async (database) => {
-      const started = Date.now();
-      return { error: await failure(database.db.execute(sql`select 1`)), ms: Date.now() - started };
-    });
-    expect(ms).toBeLessThan(2000);
-    expect(describeDependencyFault(error)?.message).toBe('timeout exceeded when trying to connect');
+  it('a full pool: "timeout exceeded when trying to connect"', async () => {
+    const pool = new pg.Pool({ connectionString: pgUrl(silent), connectionTimeoutMillis: 150, max: 1 });
+    const first = failure(pool.query('select 1'));
+    const second = await failure(pool.query('select 2'));
+    await first;
+    await pool.end();
+    expect(second.message).toBe('timeout exceeded when trying to connect');
+    expect(isDependencyUnavailable(second)).toBe(true);
   });
 
   it.each([
     ['Query read timeout', undefined],
+    ['Client has encountered a connection error and is not queryable', undefined],
     ['terminating connection due to administrator command', '57P01'],
     ['terminating connection because of crash of another server process', '57P02'],
     ['the database system is starting up', '57P03'],
@@ -122,11 +115,13 @@ describe('PostgreSQL faults (postgres.js through db/client.ts, Drizzle)', () => 
   });
 
   it.skipIf(!process.env.TEST_DATABASE_URL)('a real 57P01: the backend terminated by an administrator', async () => {
-    const database = await openDatabase({ url: process.env.TEST_DATABASE_URL, poolSize: 1 });
-    const error = await failure(database.db.execute(sql`select pg_terminate_backend(pg_backend_pid())`));
-    await database.close().catch(() => undefined);
-    // The server's FATAL reaches postgres.js together with the close: it reports either.
-    expect(['57P01', 'CONNECTION_CLOSED']).toContain(describeDependencyFault(error)?.code);
+    const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+    client.on('error', () => undefined);
+    await client.connect();
+    const error = await failure(client.query('select pg_terminate_backend(pg_backend_pid())'));
+    await client.end().catch(() => undefined);
+    expect((error as Error & { code?: string }).code).toBe('57P01');
+    expect(isDependencyUnavailable(error)).toBe(true);
   });
 });
 

@@ -3,8 +3,8 @@
  * right now", as opposed to a bug or a bad request. The error handler answers them with 503
  * `service_unavailable` and `Retry-After`; streams end with a "temporarily unavailable" event.
  *
- * Drivers wrap their errors (Drizzle's `DrizzleQueryError` carries the driver's error as `cause`,
- * `net` raises an AggregateError when every address of a host refuses),
+ * Drivers wrap their errors (Drizzle's `DrizzleQueryError` carries the pg error as `cause`, pg-pool
+ * wraps a connect timeout, `net` raises an AggregateError when every address of a host refuses),
  * so the whole `cause` / `errors` tree is searched.
  */
 
@@ -18,30 +18,19 @@ const PG_UNAVAILABLE = new Set([
 /** SQLSTATE class 08: connection exception. */
 const PG_CONNECTION_CLASS = /^08[0-9A-Z]{3}$/;
 
-/**
- * Node's errno codes for a peer that is down, unreachable or went away, and postgres.js's own
- * codes for the same (a connect that timed out, a connection closed under its statements).
- */
-const NET_UNAVAILABLE = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-  'CONNECT_TIMEOUT',
-  'CONNECTION_CLOSED',
-  'CONNECTION_ENDED',
-  'CONNECTION_DESTROYED',
-]);
+/** Node's errno codes for a peer that is down, unreachable or went away. */
+const NET_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
-/** Messages of errors that carry no code (db/postgres.ts's statement bounds, ioredis). Matched as prefixes. */
+/** Messages of driver errors that carry no code (pg, pg-pool, ioredis). Matched as prefixes. */
 const UNAVAILABLE_MESSAGES = [
-  // db/postgres.ts: DATABASE_POOL_WAIT_MS passed before a connection took the statement.
+  // pg: the socket closed under a client ("... unexpectedly", "... due to connection timeout").
+  'Connection terminated',
+  // pg-pool: connectionTimeoutMillis passed while waiting for a client.
   'timeout exceeded when trying to connect',
-  // db/postgres.ts: DATABASE_QUERY_TIMEOUT_MS passed (the server did not answer).
+  // pg: query_timeout passed (the server did not answer).
   'Query read timeout',
+  // pg: a query on a client whose connection already failed.
+  'Client has encountered a connection error',
   // ioredis: a command on a connection that was closed for good.
   'Connection is closed',
   // ioredis: enableOfflineQueue false and the connection is not ready.

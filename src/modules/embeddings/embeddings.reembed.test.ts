@@ -250,9 +250,8 @@ describe('changing EMBEDDING_MODEL', () => {
         try {
           const embeddings = after!.deps.services.embeddings;
           await embeddings.ready();
-          // The count of chunks lacking vectors waits on the lock; it is then cancelled on the server.
-          // Cancelled, not its connection terminated: the connection is pipelined, and other
-          // statements of this worker (other files' too) may be queued on it behind the count.
+          // The count of chunks lacking vectors waits on the lock; it is then cancelled on the server
+          // (the statement alone fails; its connection stays in the pool).
           const waiting = () =>
             queryRows<{ pid: number }>(
               db(),
