@@ -45,6 +45,12 @@ const newestReplyOf = (chatId: SQL) => sql`(SELECT id FROM ${messages} WHERE ${m
     ORDER BY ${messages.createdAt} DESC, ${messages.id} DESC LIMIT 1)`;
 
 const messageColumns = Object.entries(getTableColumns(messages));
+/**
+ * Every column of `messages` by name, for the raw statements' RETURNING: a prepared statement
+ * that returned `*` would fail ("cached plan must not change result type") in a running process
+ * once a migration added a column, until its connection was replaced.
+ */
+const messageColumnList = (prefix = '') => sql.raw(messageColumns.map(([, column]) => `${prefix}"${column.name}"`).join(', '));
 
 /** A message as drizzle maps it, from a raw statement's row (column names, driver values). */
 function messageOfRaw(raw: Record<string, unknown>): MessageRow {
@@ -63,9 +69,9 @@ function messageOfRaw(raw: Record<string, unknown>): MessageRow {
  * hash-join the whole table at every step while the table was small).
  */
 const pathCte = (leaf: SQL, depth: 0 | 1) => sql`path AS (
-      SELECT m.*, ${sql.raw(String(depth))} AS depth FROM messages m WHERE m.id = ${leaf}
+      SELECT m.id, m.parent_id, m.role, m.content, m.attachments, ${sql.raw(String(depth))} AS depth FROM messages m WHERE m.id = ${leaf}
       UNION ALL
-      SELECT m.*, p.depth + 1 FROM messages m JOIN path p ON m.id = p.parent_id WHERE p.depth < 10000
+      SELECT m.id, m.parent_id, m.role, m.content, m.attachments, p.depth + 1 FROM messages m JOIN path p ON m.id = p.parent_id WHERE p.depth < 10000
     )`;
 
 /** A message on a path, as a model call needs it. */
@@ -97,9 +103,9 @@ const insertUnderNewestReplyStatement = preparedStatement<Record<string, unknown
       INSERT INTO messages (id, session_id, role, content, author_id, attachments, parent_id)
       VALUES (CASE WHEN ${commitWithoutFlushWait} THEN ${p('id')}::uuid END, ${p('chatId')}::uuid, ${p('role')}, ${p('content')},
         ${p('authorId')}::integer, ${p('attachments')}::jsonb, ${newestReplyOf(sql`${p('chatId')}::uuid`)})
-      RETURNING *
+      RETURNING ${messageColumnList()}
     ), ${pathCte(sql`(SELECT parent_id FROM inserted)`, 1)}
-    SELECT inserted.*, ${pathJson} AS path FROM inserted`,
+    SELECT ${messageColumnList('inserted.')}, ${pathJson} AS path FROM inserted`,
 );
 
 /**
@@ -142,7 +148,7 @@ const insertReplyOnceStatement = preparedStatement<Record<string, unknown>>(
   (p) => sql`INSERT INTO messages (id, session_id, role, content, parent_id, stopped, usage, ai_model, sources, stream_id)
     VALUES (${p('id')}::uuid, ${p('sessionId')}::uuid, ${p('role')}, ${p('content')}, ${p('parentId')}::uuid, ${p('stopped')}::boolean,
       ${p('usage')}::jsonb, ${p('aiModel')}, ${p('sources')}::jsonb, ${p('streamId')})
-    ON CONFLICT (id) DO NOTHING RETURNING *`,
+    ON CONFLICT (id) DO NOTHING RETURNING ${messageColumnList()}`,
 );
 
 /** Inserts a message whose id is fixed in advance; a second insert of that id returns the first. */
