@@ -56,30 +56,43 @@ export function cpuSeconds(pid: number | string): number {
 }
 
 /**
- * CPU seconds used so far by every process of this machine named `postgres` (the server's
- * backends and helpers); null where /proc is not. Meaningful for a server on this machine whose
- * backends outlive the measured span (a pool's connections).
+ * CPU seconds used so far by each process of this machine named `postgres` (the server's
+ * backends and helpers); null where /proc is not. Compare two samples with postgresCpuBetween.
  */
-export function postgresCpuSeconds(): number | null {
+export function postgresCpuSeconds(): PostgresCpu | null {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
     return null;
   }
-  let seconds = 0;
-  let found = false;
+  const byPid = new Map<string, number>();
   for (const pid of entries) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
-      seconds += cpuSeconds(pid);
-      found = true;
+      byPid.set(pid, cpuSeconds(pid));
     } catch {
       // The process ended meanwhile.
     }
   }
-  return found ? seconds : null;
+  return byPid.size > 0 ? { byPid } : null;
+}
+
+/** A sample of the local PostgreSQL's processes' CPU seconds, by process. */
+export interface PostgresCpu {
+  byPid: Map<string, number>;
+}
+
+/**
+ * CPU seconds the local PostgreSQL's processes used between two samples: per process (one that
+ * started meanwhile counts from zero; one that ended meanwhile is left out, not subtracted).
+ */
+export function postgresCpuBetween(before: PostgresCpu | null, after: PostgresCpu | null): number | null {
+  if (!before || !after) return null;
+  let seconds = 0;
+  for (const [pid, used] of after.byPid) seconds += used - (before.byPid.get(pid) ?? 0);
+  return seconds;
 }
 
 /** This process's CPU seconds (user + system, every thread) so far. */

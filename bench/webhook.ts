@@ -49,7 +49,7 @@ import { createDeps } from '../src/deps.js';
 import { billingCustomers, webhookEvents } from '../src/modules/billing/billing.table.js';
 import { insertUser } from '../src/modules/users/users.repo.js';
 import { createLogger } from '../src/platform/logger.js';
-import { listen, postgresCpuSeconds, processCpuSeconds } from './support.js';
+import { cpuSeconds, listen, postgresCpuBetween, postgresCpuSeconds, processCpuSeconds } from './support.js';
 
 const RESULTS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'RESULTS.md');
 
@@ -262,7 +262,7 @@ async function run(label: string, url: string, bodies: string[], inFlight = conc
   const counted = countStatements();
   const appCpuBefore = processCpuSeconds();
   const postgresCpuBefore = postgresCpuSeconds();
-  const peerCpuBefore = peerPid === undefined ? undefined : pidCpuSeconds(peerPid);
+  const peerCpuBefore = peerPid === undefined ? undefined : cpuSeconds(peerPid);
   async function worker() {
     while (next < bodies.length) {
       const body = bodies[next++]!;
@@ -284,15 +284,9 @@ async function run(label: string, url: string, bodies: string[], inFlight = conc
     statuses,
     statements: signing === ours ? counted().total : undefined,
     appCpu: processCpuSeconds() - appCpuBefore,
-    postgresCpu: postgresCpuBefore === null || postgresCpuAfter === null ? null : postgresCpuAfter - postgresCpuBefore,
-    ...(peerCpuBefore === undefined ? {} : { peerCpu: pidCpuSeconds(peerPid!) - peerCpuBefore }),
+    postgresCpu: postgresCpuBetween(postgresCpuBefore, postgresCpuAfter),
+    ...(peerCpuBefore === undefined ? {} : { peerCpu: cpuSeconds(peerPid!) - peerCpuBefore }),
   };
-}
-
-/** User + system CPU seconds of one process, from /proc. */
-function pidCpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
