@@ -14,9 +14,11 @@
  * own workspace, with one item), `product.updated` (30 %, 20 products with plan and features) and
  * `price.updated` (30 %, 40 prices), each with its own id and an increasing `created`, signed just
  * before sending like the provider does. The client is a bounded pool of concurrent requests
- * on 127.0.0.1 in the same process as the server (the figures include its cost): `undici`'s
- * `request` by default, `--client fetch` for the global `fetch` (what entries before 2026-11-24
- * used; it costs ~0.45 ms of CPU per request against ~0.13 ms, on the core the server needs). A
+ * on 127.0.0.1 in a child process of its own (bench/webhook-client.ts): `undici`'s `request` by
+ * default, `--client fetch` for the global `fetch` (what entries before 2026-11-24 used; it costs
+ * ~0.45 ms of CPU per request against ~0.13 ms). Entries before 2026-11-29T02:10Z ran the client
+ * in the server's process (`--client-in-process` still does): our app then shared its main thread
+ * with the client while a peer in its own process did not, and that thread was the bottleneck. A
  * second phase redelivers already processed events (the duplicate fast path), and a third sends
  * the same bodies and signatures to a bare Fastify route (JSON parse and answer: the floor of
  * the client and HTTP). The warm-up (3,000 events by default; entries before 2026-11-24T17:00Z
@@ -24,14 +26,17 @@
  * measured 5,000 events ran partly on unoptimised code (app CPU per event ~0.75 ms against ~0.52).
  * Results are printed and appended to bench/RESULTS.md.
  *
- * CPU per event: this process's (server and client, every thread: process.cpuUsage) and the
- * local PostgreSQL's (every process named `postgres`, from /proc), over each phase.
+ * CPU per event, over each phase: the server's process (this one for ours and the bare route,
+ * every thread: process.cpuUsage; the peer's by --peer-pid), the client's, and the local
+ * PostgreSQL's (every process named `postgres`, from /proc). With `--client-in-process` the
+ * server's figure includes the client's.
  *
  * SQL statements are counted in-process on PostgreSQL (every `query` of a node-postgres client,
  * BEGIN/COMMIT/SAVEPOINT included): per event over the measured phase, and per event type in a
  * sequential probe afterwards (`--probe` new events of each type, one at a time).
  */
 import { randomBytes } from 'node:crypto';
+import { type ChildProcess, fork } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,8 +45,7 @@ import { parseArgs } from 'node:util';
 import { count } from 'drizzle-orm';
 import Fastify from 'fastify';
 import pg from 'pg';
-import Stripe from 'stripe';
-import { request } from 'undici';
+import { type ChildMessage, type ClientKind, type ParentMessage, sendAll, type Signing } from './webhook-client.js';
 import { buildApp } from '../src/app.js';
 import { observeStatements } from '../src/db/client.js';
 import { loadConfig } from '../src/config/env.js';
@@ -65,6 +69,7 @@ const { values: args } = parseArgs({
     'peer-header': { type: 'string', default: process.env.BENCH_PEER_HEADER ?? 'stripe-signature' },
     'peer-label': { type: 'string', default: process.env.BENCH_PEER_LABEL ?? 'peer' },
     'peer-pid': { type: 'string', default: process.env.BENCH_PEER_PID },
+    'client-in-process': { type: 'boolean', default: process.env.BENCH_CLIENT_IN_PROCESS === '1' },
     'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
   },
   allowPositionals: false,
@@ -80,7 +85,8 @@ const concurrency = positiveInt('concurrency', args.concurrency);
 const warmupEvents = positiveInt('warmup', args.warmup, 0);
 const probeEvents = positiveInt('probe', args.probe, 0);
 if (args.client !== 'undici' && args.client !== 'fetch') throw new Error(`--client must be undici or fetch (got ${args.client})`);
-const client = args.client;
+const client: ClientKind = args.client;
+const clientInProcess = args['client-in-process'];
 /** Another implementation of the same webhook, sent the same events in the same run (bench/README.md). */
 const peer = args['peer-url']
   ? {
@@ -91,19 +97,6 @@ const peer = args['peer-url']
     }
   : undefined;
 if (peer && !peer.signing.secret) throw new Error('--peer-url needs --peer-secret (the peer\'s webhook signing secret)');
-
-/** One signed POST; the response's status once its body is read. */
-async function post(url: string, body: string, signature: string, header = 'payment-signature'): Promise<number> {
-  const headers = { 'content-type': 'application/json', [header]: signature };
-  if (client === 'fetch') {
-    const response = await fetch(url, { method: 'POST', headers, body });
-    await response.arrayBuffer();
-    return response.status;
-  }
-  const response = await request(url, { method: 'POST', headers, body });
-  await response.body.arrayBuffer();
-  return response.statusCode;
-}
 
 /** Statements the app issues (either profile). */
 const statements = { total: 0, byKind: new Map<string, number>() };
@@ -134,10 +127,6 @@ const PRODUCTS = 20;
 const PRICES = 40;
 const secret = `whsec_bench_${randomBytes(16).toString('hex')}`;
 /** How a body is signed: our service's secret and header, or the peer's. */
-interface Signing {
-  secret: string;
-  header: string;
-}
 const ours: Signing = { secret, header: 'payment-signature' };
 
 function machine(): Record<string, string> {
@@ -246,44 +235,72 @@ interface PhaseResult {
   statuses: Record<number, number>;
   /** SQL statements sent during the phase (PostgreSQL only). */
   statements?: number;
-  /** CPU seconds of this process (server and client) and of the local PostgreSQL's processes (null: not local). */
+  /** CPU seconds of this process (the server, and the client with --client-in-process) and of the local PostgreSQL's processes (null: not local). */
   appCpu: number;
   postgresCpu: number | null;
+  /** CPU seconds of the client's process (null: the client ran in this one). */
+  clientCpu: number | null;
   /** CPU seconds of the peer's process (`--peer-pid`), for its phase. */
   peerCpu?: number;
 }
 
+/** The client process (bench/webhook-client.ts); undefined with --client-in-process. */
+let clientProcess: { child: ChildProcess; request(message: ParentMessage): Promise<ChildMessage> } | undefined;
+
+function startClientProcess(): NonNullable<typeof clientProcess> {
+  const child = fork(fileURLToPath(new URL('./webhook-client.ts', import.meta.url)), [], {
+    execArgv: process.execArgv,
+    env: { ...process.env, BENCH_WEBHOOK_CLIENT: '1' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  let pending: { resolve(message: ChildMessage): void; reject(error: Error): void } | undefined;
+  child.on('message', (message: ChildMessage) => {
+    const waiting = pending;
+    pending = undefined;
+    if (message.type === 'error') waiting?.reject(new Error(`client process failed:\n${message.message}`));
+    else waiting?.resolve(message);
+  });
+  child.on('exit', (code) => pending?.reject(new Error(`client process exited (code ${code})`)));
+  return {
+    child,
+    // One request at a time: every phase waits for its answer before the next begins.
+    request: (message) =>
+      new Promise((resolve, reject) => {
+        pending = { resolve, reject };
+        child.send(message);
+      }),
+  };
+}
+
+let runs = 0;
+
 /** Sends every body (signed at send time) with at most `concurrency` requests in flight. */
 async function run(label: string, url: string, bodies: string[], inFlight = concurrency, signing = ours, peerPid?: number): Promise<PhaseResult> {
-  const latencies: number[] = [];
-  const statuses: Record<number, number> = {};
-  let next = 0;
-  const started = performance.now();
+  const options = { url, concurrency: inFlight, signing, client };
+  // The bodies reach the client process before the phase's clocks start.
+  if (clientProcess) await clientProcess.request({ type: 'load', bodies });
   const counted = countStatements();
   const appCpuBefore = processCpuSeconds();
   const postgresCpuBefore = postgresCpuSeconds();
   const peerCpuBefore = peerPid === undefined ? undefined : cpuSeconds(peerPid);
-  async function worker() {
-    while (next < bodies.length) {
-      const body = bodies[next++]!;
-      const signature = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: signing.secret });
-      const t0 = performance.now();
-      const status = await post(url, body, signature, signing.header);
-      latencies.push(performance.now() - t0);
-      statuses[status] = (statuses[status] ?? 0) + 1;
-    }
+  let sent: { latencies: number[]; statuses: Record<number, number>; seconds: number; clientCpu: number | null };
+  if (clientProcess) {
+    const answer = await clientProcess.request({ type: 'run', id: ++runs, from: 0, to: bodies.length, ...options });
+    if (answer.type !== 'ran') throw new Error(`unexpected answer from the client process: ${answer.type}`);
+    sent = { ...answer, clientCpu: answer.cpuSeconds };
+  } else {
+    sent = { ...(await sendAll(bodies, options)), clientCpu: null };
   }
-  await Promise.all(Array.from({ length: Math.min(inFlight, bodies.length) }, worker));
-  const seconds = (performance.now() - started) / 1000;
   const postgresCpuAfter = postgresCpuSeconds();
   return {
     label,
     events: bodies.length,
-    seconds,
-    latencies,
-    statuses,
+    seconds: sent.seconds,
+    latencies: sent.latencies,
+    statuses: sent.statuses,
     statements: signing === ours ? counted().total : undefined,
     appCpu: processCpuSeconds() - appCpuBefore,
+    clientCpu: sent.clientCpu,
     postgresCpu: postgresCpuBetween(postgresCpuBefore, postgresCpuAfter),
     ...(peerCpuBefore === undefined ? {} : { peerCpu: cpuSeconds(peerPid!) - peerCpuBefore }),
   };
@@ -294,15 +311,16 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFracti
 
 function table(results: PhaseResult[]): string {
   const lines = [
-    '| phase | events | events/s | latency p50 (ms) | latency p99 (ms) | SQL statements / event | CPU / event, app process incl. client (ms) | CPU / event, PostgreSQL (ms) | statuses |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---|',
+    `| phase | events | events/s | latency p50 (ms) | latency p99 (ms) | SQL statements / event | CPU / event, server process${clientInProcess ? ' incl. client' : ''} (ms) | CPU / event, client process (ms) | CPU / event, PostgreSQL (ms) | statuses |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of results) {
     const sorted = [...r.latencies].sort((a, b) => a - b);
     lines.push(
       `| ${r.label} | ${fmt(r.events)} | ${fmt(r.events / r.seconds)} | ${fmt(percentile(sorted, 50), 1)} | ${fmt(percentile(sorted, 99), 1)} | ` +
         `${statementsCounted && r.statements !== undefined ? fmt(r.statements / r.events, 2) : 'n/a'} | ` +
-        `${r.peerCpu === undefined ? fmt((1000 * r.appCpu) / r.events, 3) : `${fmt((1000 * r.peerCpu) / r.events, 3)} (the peer's)`} | ${r.postgresCpu === null || !statementsCounted ? 'n/a' : fmt((1000 * r.postgresCpu) / r.events, 3)} | ` +
+        `${r.peerCpu === undefined ? fmt((1000 * r.appCpu) / r.events, 3) : `${fmt((1000 * r.peerCpu) / r.events, 3)} (the peer's)`} | ` +
+        `${r.clientCpu === null ? 'in the server' : fmt((1000 * r.clientCpu) / r.events, 3)} | ${r.postgresCpu === null || !statementsCounted ? 'n/a' : fmt((1000 * r.postgresCpu) / r.events, 3)} | ` +
         `${Object.entries(r.statuses).map(([s, n]) => `${s}: ${n}`).join(', ')} |`,
     );
   }
@@ -350,10 +368,10 @@ function record(results: PhaseResult[], database: string, outcomes: string, pool
       '`npm run bench:webhook`: signed events through `POST /api/subscriptions/webhook` (signature',
       'check, validation, and the event applied and recorded in the inbox). Mix: 40 % subscription updates (50',
       'subscriptions on 50 workspaces), 30 % product updates (20 products, plan + features sync), 30 % price',
-      `updates (40 prices); a bounded pool of requests (${client === 'fetch' ? '`fetch`' : "undici's `request`"}) in the same process on 127.0.0.1, after a warm-up.`,
+      `updates (40 prices); a bounded pool of requests (${client === 'fetch' ? '`fetch`' : "undici's `request`"}) ${clientInProcess ? "in the server's process" : 'in a process of its own'} on 127.0.0.1, after a warm-up.`,
       '"redelivery" resends already processed events (acknowledged from the inbox, nothing applied); "bare Fastify" sends the same',
-      'bodies and signatures to a bare Fastify route (JSON parse, answer) in the same process. CPU per event: this process',
-      "(server and client, every thread) and the local PostgreSQL's processes, over the phase.",
+      "bodies and signatures to a bare Fastify route (JSON parse, answer) in the benchmark's process. CPU per event: the server's process",
+      `(every thread${clientInProcess ? '; the client included' : ''}), the client's, and the local PostgreSQL's processes, over the phase.`,
       '',
       `- machine: ${m.cpus} CPUs (nproc), ${m.cpu}, ${m.memory} RAM, ${m.os}`,
       `- Node ${m.node}; database: ${database}; 1-minute load average ${loadBefore} before the run, ${os.loadavg()[0]!.toFixed(2)} after`,
@@ -393,6 +411,7 @@ async function main(): Promise<void> {
   process.stdout.write(`starting the app on ${database} (migrations run on start-up)...\n`);
   const deps = await createDeps(config, createLogger('silent'));
   const app = await buildApp(deps);
+  clientProcess = clientInProcess ? undefined : startClientProcess();
   try {
     await app.listen({ host: '127.0.0.1', port: 0 });
     const address = app.server.address();
@@ -410,7 +429,9 @@ async function main(): Promise<void> {
 
     const base = Math.floor(Date.now() / 1000) - 10 * (totalEvents + warmupEvents);
     const bodies = Array.from({ length: warmupEvents + totalEvents }, (_, i) => JSON.stringify(makeEvent(i, base, fixture)));
-    process.stdout.write(`warm-up: ${warmupEvents} events; measured: ${totalEvents} events, ${concurrency} concurrent (${client} client)...\n`);
+    process.stdout.write(
+      `warm-up: ${warmupEvents} events; measured: ${totalEvents} events, ${concurrency} concurrent (${client} client, ${clientInProcess ? "in the server's process" : 'in its own process'})...\n`,
+    );
     if (warmupEvents) await run('warm-up', url, bodies.slice(0, warmupEvents));
     const fresh = await run('new events', url, bodies.slice(warmupEvents));
     const redelivery = await run('redelivery', url, bodies.slice(warmupEvents, warmupEvents + Math.min(totalEvents, 1000)));
@@ -446,6 +467,7 @@ async function main(): Promise<void> {
     await bare.close();
     await deps.close();
     await bench?.drop();
+    clientProcess?.child.disconnect();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
