@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import fastifySwagger from '@fastify/swagger';
-import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import type { Deps } from './deps.js';
@@ -27,6 +26,7 @@ import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
 import { openApiDocument } from './openapi.js';
 import { registerAuthentication } from './platform/auth.js';
 import { registerCors } from './platform/cors.js';
+import { registerDocsUi } from './platform/docs-ui.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandler } from './platform/error-handler.js';
 import { registerHealth } from './platform/health.js';
 import { registerIdempotency } from './platform/idempotency/idempotency.js';
@@ -122,7 +122,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerInputGate(app);
 
   await app.register(fastifySwagger, openApiDocument(config.publicBaseUrl));
-  await app.register(fastifySwaggerUi, { routePrefix: '/api/docs' });
+  registerDocsUi(app, '/api/docs');
   app.get('/api/schema/', { schema: { hide: true } }, async () => app.swagger());
 
   // `/metrics` here only behind METRICS_TOKEN; otherwise on METRICS_PORT (server.ts) or nowhere.

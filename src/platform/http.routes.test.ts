@@ -49,6 +49,36 @@ describe('OpenAPI', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/text\/html/);
   });
+
+  // Built at its first request (platform/docs-ui.ts), answered through the main app's routes.
+  it('does not load the docs UI plugin with the app (start-up time)', () => {
+    expect(t.app.hasPlugin('@fastify/swagger')).toBe(true);
+    expect(t.app.hasPlugin('@fastify/swagger-ui')).toBe(false);
+  });
+
+  it('serves the docs UI assets, document and redirects as the plugin does, with the app\'s headers and 404', async () => {
+    const css = await t.get('/api/docs/static/swagger-ui.css');
+    expect(css.statusCode).toBe(200);
+    expect(css.headers['content-type']).toMatch(/text\/css/);
+    expect(css.headers['x-request-id']).toBeDefined();
+    expect(css.headers['x-content-type-options']).toBe('nosniff');
+    const head = await t.request('HEAD', '/api/docs/static/swagger-ui.css');
+    expect(head.statusCode).toBe(200);
+    expect(Number(head.headers['content-length'])).toBe(css.rawPayload.length);
+    expect(head.rawPayload.length).toBe(0);
+    const redirect = await t.get('/api/docs/static/index.html');
+    expect(redirect.statusCode).toBe(302);
+    expect(redirect.headers.location).toBe('/api/docs/');
+    expect(redirect.headers['content-type']).toBeUndefined();
+    const document = await t.get('/api/docs/json');
+    expect(document.statusCode).toBe(200);
+    expect(document.json()).toEqual((await t.get('/api/schema/')).json());
+    for (const url of ['/api/docs/static/nothing.js', '/api/docs/static/../../package.json']) {
+      const missing = await t.get(url);
+      expect(missing.statusCode, url).toBe(404);
+      expect(missing.json()).toEqual({ detail: 'Not found.', code: 'not_found' });
+    }
+  });
 });
 
 describe('error contract', () => {
