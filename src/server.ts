@@ -99,6 +99,11 @@ if (!stopping) {
   // Embedding generations in line with EMBEDDING_MODEL (a changed model starts the background
   // re-embedding); not awaited: /healthz answers meanwhile, and a failure is retried on first use.
   deps.services.embeddings.ready().catch((error: unknown) => log.error({ err: error }, 'embedding generations could not be reconciled'));
+  // The AI SDK and its providers, which the service no longer loads before it listens (~0.1 s of
+  // a start): loaded now, so the first model call does not wait for them.
+  import('./modules/models/index.js')
+    .then(({ preloadModelSdks }) => preloadModelSdks())
+    .catch((error: unknown) => log.warn({ err: error }, 'the AI SDK could not be loaded ahead; it loads at the first model call'));
   log.info(
     {
       database: deps.database.kind,

@@ -1,4 +1,4 @@
-import { type ModelMessage, stepCountIs, streamText, tool, type ToolSet } from 'ai';
+import type { ModelMessage, ToolSet } from 'ai';
 import { z } from 'zod';
 import { AppError } from '../../platform/errors.js';
 import type { BuiltCallSettings } from '../models/index.js';
@@ -76,11 +76,13 @@ const bySourceRank = (a: MessageSource, b: MessageSource) => {
 
 function knowledgeTools(search: (query: string) => Promise<KnowledgeHit[]>, sources: Map<string, MessageSource>): ToolSet {
   return {
-    search_knowledge_base: tool({
+    // A tool as the AI SDK's `tool()` makes it (it returns its argument; not imported, so the AI
+    // SDK loads at the first model call: models/providers.ts).
+    search_knowledge_base: {
       description:
         'Search the knowledge bases attached to this chat. Use it for questions about the documents; cite what you use.',
       inputSchema: z.object({ query: z.string().min(1).max(1000).describe('What to look for, in a few words') }),
-      execute: async ({ query }) => {
+      execute: async ({ query }: { query: string }) => {
         const hits = (await search(query)).slice(0, SEARCH_RESULTS);
         for (const hit of hits) {
           const known = sources.get(hit.chunk_id);
@@ -94,7 +96,7 @@ function knowledgeTools(search: (query: string) => Promise<KnowledgeHit[]>, sour
           content: hit.content,
         }));
       },
-    }),
+    },
   };
 }
 
@@ -111,6 +113,7 @@ async function runStream(input: AgentInput, tools: ToolSet | undefined, maxSteps
       throw new ModelCallError(error);
     }
   }
+  const { stepCountIs, streamText } = await import('ai');
   const result = streamText({
     model: input.model,
     system: input.system,

@@ -1,5 +1,4 @@
 import type { ModelMessage } from 'ai';
-import { asLanguageModelUsage, convertToLanguageModelPrompt, prepareCallSettings, prepareRetries, standardizePrompt } from 'ai/internal';
 import type { BuiltCallSettings, ChatLanguageModel } from '../models/index.js';
 
 /** What a model run produced; `usage` is null when the call ended before the provider said (a stop). */
@@ -47,6 +46,8 @@ export async function streamPlainText(input: PlainStreamInput): Promise<Streamed
   const result = (stopped: boolean): StreamedText => ({ text, usage, stopped: stopped || abortSignal.aborted });
 
   let reader: ReadableStreamDefaultReader<unknown> | undefined;
+  // Loaded at the first model call, not at start-up (models/providers.ts says why).
+  const { asLanguageModelUsage, convertToLanguageModelPrompt, prepareCallSettings, prepareRetries, standardizePrompt } = await import('ai/internal');
   try {
     // Our messages are built by us (turn.run.ts): streamText's check of them against the
     // ModelMessage schema (a zod parse of the whole history, schema built per call) is skipped.

@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { embedMany } from 'ai';
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
@@ -170,6 +169,8 @@ export function createEmbeddingsService(deps: EmbeddingsServiceDeps) {
     let tokens = 0;
     const vectors: number[][] = [];
     try {
+      // Loaded at the first model call, not at start-up (models/providers.ts says why).
+      const { embedMany } = await import('ai');
       for (let i = 0; i < texts.length; i += EMBED_BATCH) {
         const result = await embedMany({
           model,

@@ -84,6 +84,43 @@ const chatCases = [
   { id: 'llama3.1:8b', provider: 'openai-compatible.chat', path: '/v1/chat/completions', auth: ['authorization', `Bearer ${FAKE_KEYS.openaiCompatible}`] },
 ] as const;
 
+describe('models loaded at their first call', () => {
+  // The registry's models load their provider package on their first call (start-up time) and
+  // name themselves before that: the names must be the provider's own models'.
+  it('describe themselves as the provider\'s own models do, for every provider and kind', async () => {
+    const [{ createOpenAI }, { createAnthropic }, { createGoogleGenerativeAI }, { createOpenAICompatible }] = await Promise.all([
+      import('@ai-sdk/openai'),
+      import('@ai-sdk/anthropic'),
+      import('@ai-sdk/google'),
+      import('@ai-sdk/openai-compatible'),
+    ]);
+    const openai = createOpenAI({ apiKey: 'x' });
+    const google = createGoogleGenerativeAI({ apiKey: 'x' });
+    const compatible = createOpenAICompatible({ name: 'openai-compatible', baseURL: 'http://127.0.0.1:9' });
+    const pairs = [
+      [registry.languageModel('gpt-4.1'), openai.chat('gpt-4.1')],
+      [registry.languageModel('claude-sonnet-4-5'), createAnthropic({ apiKey: 'x' }).messages('claude-sonnet-4-5')],
+      [registry.languageModel('gemini-2.5-flash'), google.chat('gemini-2.5-flash')],
+      [registry.languageModel('llama3.1:8b'), compatible.chatModel('llama3.1:8b')],
+      [registry.embeddingModel('openai:text-embedding-3-small').model, openai.embedding('text-embedding-3-small')],
+      [registry.embeddingModel('google:gemini-embedding-001').model, google.embedding('gemini-embedding-001')],
+      [registry.embeddingModel('openai-compatible:nomic-embed-text').model, compatible.embeddingModel('nomic-embed-text')],
+      [registry.transcriptionModel('openai:whisper-1').model, openai.transcription('whisper-1')],
+      [registry.transcriptionModel('openai-compatible:whisper-large-v3').model, createOpenAI({ name: 'openai-compatible', apiKey: 'x' }).transcription('whisper-large-v3')],
+    ] as const;
+    for (const [lazy, own] of pairs) {
+      expect({ spec: lazy.specificationVersion, provider: lazy.provider, model: lazy.modelId }).toEqual({
+        spec: own.specificationVersion,
+        provider: own.provider,
+        model: own.modelId,
+      });
+    }
+    const { model: embedding } = registry.embeddingModel('openai:text-embedding-3-small');
+    expect(await embedding.maxEmbeddingsPerCall).toBe(await openai.embedding('text-embedding-3-small').maxEmbeddingsPerCall);
+    expect(await embedding.supportsParallelCalls).toBe(await openai.embedding('text-embedding-3-small').supportsParallelCalls);
+  });
+});
+
 describe('languageModel', () => {
   it.each(chatCases)('$id streams text deltas and the final usage through $provider', async ({ id, provider, path, auth }) => {
     fake.enqueue({ text: 'The answer is forty-two.', chunks: 4, usage: { inputTokens: 12, outputTokens: 6 } });

@@ -1,7 +1,7 @@
-import { createAnthropic, type AnthropicProvider } from '@ai-sdk/anthropic';
-import { createGoogleGenerativeAI, type GoogleGenerativeAIProvider } from '@ai-sdk/google';
-import { createOpenAI, type OpenAIProvider } from '@ai-sdk/openai';
-import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
+import type { AnthropicProvider } from '@ai-sdk/anthropic';
+import type { GoogleGenerativeAIProvider } from '@ai-sdk/google';
+import type { OpenAIProvider } from '@ai-sdk/openai';
+import type { OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import type { EmbeddingModel, LanguageModel, TranscriptionModel } from 'ai';
 import type { Config } from '../../config/env.js';
 import { fieldError, ServiceUnavailableError } from '../../platform/errors.js';
@@ -18,6 +18,12 @@ import {
 /*
  * The one place that builds AI SDK model objects. Provider clients are created from the config
  * (never from process.env directly) once per registry and reused; model objects are cheap views.
+ *
+ * The provider packages are loaded when a model is first called, not when the service starts:
+ * with the AI SDK they are a fifth of the code a start loads (~0.1 s of it, bench:start). So the
+ * registry hands out models of the AI SDK's model specification that load their provider on
+ * their first call (`lazyLanguageModel` and its siblings) and then delegate to the provider's
+ * own model; `preloadModelSdks` loads them ahead, once the service listens (server.ts).
  */
 
 export type ProviderConfig = Pick<
@@ -36,6 +42,77 @@ export type ProviderConfig = Pick<
 export type ChatLanguageModel = Exclude<LanguageModel, string>;
 export type TextEmbeddingModel = Exclude<EmbeddingModel, string>;
 export type SpeechToTextModel = Exclude<TranscriptionModel, string>;
+
+type LanguageModelV3 = Extract<ChatLanguageModel, { specificationVersion: 'v3' }>;
+type EmbeddingModelV3 = Extract<TextEmbeddingModel, { specificationVersion: 'v3' }>;
+type TranscriptionModelV3 = Extract<SpeechToTextModel, { specificationVersion: 'v3' }>;
+
+/** The provider packages, each loaded once, when first needed. */
+const sdk = {
+  openai: () => import('@ai-sdk/openai'),
+  anthropic: () => import('@ai-sdk/anthropic'),
+  google: () => import('@ai-sdk/google'),
+  compatible: () => import('@ai-sdk/openai-compatible'),
+};
+
+/** Loads the AI SDK and its provider packages ahead of the first model call (after start-up). */
+export async function preloadModelSdks(): Promise<void> {
+  await Promise.all([import('ai'), sdk.openai(), sdk.anthropic(), sdk.google(), sdk.compatible()]);
+}
+
+/** Once: `load()` on the first call, the same promise after (a failed load is tried again). */
+function once<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () =>
+    (loaded ??= load().catch((error: unknown) => {
+      loaded = undefined;
+      throw error;
+    }));
+}
+
+/**
+ * A chat model whose provider model is made on its first call. `provider` is the name the
+ * provider's own model reports (tests compare the two), known before it is loaded.
+ */
+function lazyLanguageModel(provider: string, modelId: string, load: () => Promise<LanguageModelV3>): LanguageModelV3 {
+  const model = once(load);
+  return {
+    specificationVersion: 'v3',
+    provider,
+    modelId,
+    get supportedUrls() {
+      return model().then((m) => m.supportedUrls);
+    },
+    doGenerate: async (options) => (await model()).doGenerate(options),
+    doStream: async (options) => (await model()).doStream(options),
+  };
+}
+
+function lazyEmbeddingModel(provider: string, modelId: string, load: () => Promise<EmbeddingModelV3>): EmbeddingModelV3 {
+  const model = once(load);
+  return {
+    specificationVersion: 'v3',
+    provider,
+    modelId,
+    get maxEmbeddingsPerCall() {
+      return model().then((m) => m.maxEmbeddingsPerCall);
+    },
+    get supportsParallelCalls() {
+      return model().then((m) => m.supportsParallelCalls);
+    },
+    doEmbed: async (options) => (await model()).doEmbed(options),
+  };
+}
+
+function lazyTranscriptionModel(provider: string, modelId: string, load: () => Promise<TranscriptionModelV3>): TranscriptionModelV3 {
+  const model = once(load);
+  return {
+    specificationVersion: 'v3',
+    provider,
+    modelId,
+    doGenerate: async (options) => (await model()).doGenerate(options),
+  };
+}
 
 export interface ResolvedEmbeddingModel {
   model: TextEmbeddingModel;
@@ -119,50 +196,54 @@ function notConfigured(provider: ModelProvider, what: string): ServiceUnavailabl
  * is created here; one added later must keep the SDK's guarded download (no custom fetch).
  */
 export function createModelRegistry(config: ProviderConfig, catalog: ModelCatalog): ModelRegistry {
-  let openai: OpenAIProvider | undefined;
-  let anthropic: AnthropicProvider | undefined;
-  let google: GoogleGenerativeAIProvider | undefined;
-  let compatible: OpenAICompatibleProvider | undefined;
-  // openai-compatible has no transcription client; its servers speak OpenAI's audio API.
-  let compatibleAudio: OpenAIProvider | undefined;
-
   const ensureConfigured = (provider: ModelProvider, what: string) => {
     if (!providerConfigured(config, provider)) throw notConfigured(provider, what);
   };
-  const openaiClient = () =>
-    (openai ??= createOpenAI({
-      baseURL: config.OPENAI_BASE_URL ?? defaultBaseUrls.openai,
-      apiKey: config.OPENAI_API_KEY ?? KEYLESS,
-      fetch: providerFetch,
-    }));
-  const anthropicClient = () =>
-    (anthropic ??= createAnthropic({
-      baseURL: config.ANTHROPIC_BASE_URL ?? defaultBaseUrls.anthropic,
-      apiKey: config.ANTHROPIC_API_KEY ?? KEYLESS,
-      fetch: providerFetch,
-    }));
-  const googleClient = () =>
-    (google ??= createGoogleGenerativeAI({
-      baseURL: config.GOOGLE_GENERATIVE_AI_BASE_URL ?? defaultBaseUrls.google,
-      apiKey: config.GOOGLE_GENERATIVE_AI_API_KEY ?? KEYLESS,
-      fetch: providerFetch,
-    }));
-  const compatibleClient = () =>
-    (compatible ??= createOpenAICompatible({
-      name: 'openai-compatible',
-      baseURL: config.OPENAI_COMPATIBLE_BASE_URL!,
-      apiKey: config.OPENAI_COMPATIBLE_API_KEY,
-      fetch: providerFetch,
-      // Ask for the final usage chunk when streaming (vLLM, Ollama, LiteLLM and LM Studio send it).
-      includeUsage: true,
-    }));
-  const compatibleAudioClient = () =>
-    (compatibleAudio ??= createOpenAI({
-      name: 'openai-compatible',
-      baseURL: config.OPENAI_COMPATIBLE_BASE_URL!,
-      apiKey: config.OPENAI_COMPATIBLE_API_KEY ?? KEYLESS,
-      fetch: providerFetch,
-    }));
+  const openaiClient = once(
+    async (): Promise<OpenAIProvider> =>
+      (await sdk.openai()).createOpenAI({
+        baseURL: config.OPENAI_BASE_URL ?? defaultBaseUrls.openai,
+        apiKey: config.OPENAI_API_KEY ?? KEYLESS,
+        fetch: providerFetch,
+      }),
+  );
+  const anthropicClient = once(
+    async (): Promise<AnthropicProvider> =>
+      (await sdk.anthropic()).createAnthropic({
+        baseURL: config.ANTHROPIC_BASE_URL ?? defaultBaseUrls.anthropic,
+        apiKey: config.ANTHROPIC_API_KEY ?? KEYLESS,
+        fetch: providerFetch,
+      }),
+  );
+  const googleClient = once(
+    async (): Promise<GoogleGenerativeAIProvider> =>
+      (await sdk.google()).createGoogleGenerativeAI({
+        baseURL: config.GOOGLE_GENERATIVE_AI_BASE_URL ?? defaultBaseUrls.google,
+        apiKey: config.GOOGLE_GENERATIVE_AI_API_KEY ?? KEYLESS,
+        fetch: providerFetch,
+      }),
+  );
+  const compatibleClient = once(
+    async (): Promise<OpenAICompatibleProvider> =>
+      (await sdk.compatible()).createOpenAICompatible({
+        name: 'openai-compatible',
+        baseURL: config.OPENAI_COMPATIBLE_BASE_URL!,
+        apiKey: config.OPENAI_COMPATIBLE_API_KEY,
+        fetch: providerFetch,
+        // Ask for the final usage chunk when streaming (vLLM, Ollama, LiteLLM and LM Studio send it).
+        includeUsage: true,
+      }),
+  );
+  // openai-compatible has no transcription client; its servers speak OpenAI's audio API.
+  const compatibleAudioClient = once(
+    async (): Promise<OpenAIProvider> =>
+      (await sdk.openai()).createOpenAI({
+        name: 'openai-compatible',
+        baseURL: config.OPENAI_COMPATIBLE_BASE_URL!,
+        apiKey: config.OPENAI_COMPATIBLE_API_KEY ?? KEYLESS,
+        fetch: providerFetch,
+      }),
+  );
 
   return {
     languageModel(modelId) {
@@ -172,13 +253,13 @@ export function createModelRegistry(config: ProviderConfig, catalog: ModelCatalo
       switch (entry.provider) {
         case 'openai':
           // Chat Completions, not the Responses API, so any OpenAI-compatible server is a drop-in.
-          return openaiClient().chat(modelId);
+          return lazyLanguageModel('openai.chat', modelId, async () => (await openaiClient()).chat(modelId));
         case 'anthropic':
-          return anthropicClient().messages(modelId);
+          return lazyLanguageModel('anthropic.messages', modelId, async () => (await anthropicClient()).messages(modelId));
         case 'google':
-          return googleClient().chat(modelId);
+          return lazyLanguageModel('google.generative-ai', modelId, async () => (await googleClient()).chat(modelId));
         case 'openai-compatible':
-          return compatibleClient().chatModel(modelId);
+          return lazyLanguageModel('openai-compatible.chat', modelId, async () => (await compatibleClient()).chatModel(modelId));
       }
     },
 
@@ -194,11 +275,14 @@ export function createModelRegistry(config: ProviderConfig, catalog: ModelCatalo
       ensureConfigured(provider, `embedding model ${spec}`);
       switch (provider) {
         case 'openai':
-          return { model: openaiClient().embedding(modelId), entry };
+          return { model: lazyEmbeddingModel('openai.embedding', modelId, async () => (await openaiClient()).embedding(modelId)), entry };
         case 'google':
-          return { model: googleClient().embedding(modelId), entry };
+          return { model: lazyEmbeddingModel('google.generative-ai', modelId, async () => (await googleClient()).embedding(modelId)), entry };
         case 'openai-compatible':
-          return { model: compatibleClient().embeddingModel(modelId), entry };
+          return {
+            model: lazyEmbeddingModel('openai-compatible.embedding', modelId, async () => (await compatibleClient()).embeddingModel(modelId)),
+            entry,
+          };
         case 'anthropic':
           throw new ServiceUnavailableError('Anthropic offers no embedding models; set EMBEDDING_MODEL to another provider.', 'model_not_configured');
       }
@@ -218,11 +302,23 @@ export function createModelRegistry(config: ProviderConfig, catalog: ModelCatalo
       const openaiOptions: ProviderOptions = { openai: {} };
       switch (provider) {
         case 'openai':
-          return { model: openaiClient().transcription(modelId), entry, providerOptions: openaiOptions };
+          return {
+            model: lazyTranscriptionModel('openai.transcription', modelId, async () => (await openaiClient()).transcription(modelId)),
+            entry,
+            providerOptions: openaiOptions,
+          };
         case 'openai-compatible':
-          return { model: compatibleAudioClient().transcription(modelId), entry, providerOptions: openaiOptions };
+          return {
+            model: lazyTranscriptionModel('openai-compatible.transcription', modelId, async () => (await compatibleAudioClient()).transcription(modelId)),
+            entry,
+            providerOptions: openaiOptions,
+          };
         case 'google':
-          return { model: googleClient().transcription(modelId), entry, providerOptions: {} };
+          return {
+            model: lazyTranscriptionModel('google.generative-ai.transcription', modelId, async () => (await googleClient()).transcription(modelId)),
+            entry,
+            providerOptions: {},
+          };
         case 'anthropic':
           throw new ServiceUnavailableError('Anthropic offers no transcription models; set TRANSCRIPTION_MODEL to another provider.', 'model_not_configured');
       }

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { experimental_transcribe as transcribe, generateText, NoTranscriptGeneratedError } from 'ai';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/env.js';
 import type { Db } from '../../db/client.js';
@@ -145,6 +144,8 @@ export function createSpeechService(deps: SpeechServiceDeps) {
     if (language && providerOptions.openai) providerOptions = { ...providerOptions, openai: { ...providerOptions.openai, language } };
     let result: { text: string; language?: string; durationInSeconds?: number; segments: Array<{ text: string; startSecond: number; endSecond: number }> };
     const record = timeModelCall(metrics, { kind: 'transcription', provider: entry.provider, model: entry.id });
+    // Loaded at the first model call, not at start-up (models/providers.ts says why).
+    const { experimental_transcribe: transcribe, NoTranscriptGeneratedError } = await import('ai');
     try {
       result = await transcribe({ model, audio, providerOptions, maxRetries: 1 });
     } catch (error) {
@@ -285,6 +286,7 @@ export function createSpeechService(deps: SpeechServiceDeps) {
       const call = callOf(model);
       let result;
       const record = timeModelCall(metrics, { kind: 'translation', provider: model.provider, model: model.id });
+      const { generateText } = await import('ai');
       try {
         result = await generateText({
           model: languageModel,
