@@ -1,5 +1,6 @@
 import type { ModelMessage } from 'ai';
 import type { BuiltCallSettings, ChatLanguageModel } from '../models/index.js';
+import { once } from '../../platform/once.js';
 
 /** What a model run produced; `usage` is null when the call ended before the provider said (a stop). */
 export interface StreamedText {
@@ -16,6 +17,9 @@ export interface PlainStreamInput {
   abortSignal: AbortSignal;
   onText: (text: string) => void;
 }
+
+/** The AI SDK's building blocks, loaded at the first model call, not at start-up (models/providers.ts says why). */
+const aiInternal = once(() => import('ai/internal'));
 
 /** Same retry policy as the `streamText` calls: one retry of a retryable request failure. */
 const MAX_RETRIES = 1;
@@ -46,8 +50,7 @@ export async function streamPlainText(input: PlainStreamInput): Promise<Streamed
   const result = (stopped: boolean): StreamedText => ({ text, usage, stopped: stopped || abortSignal.aborted });
 
   let reader: ReadableStreamDefaultReader<unknown> | undefined;
-  // Loaded at the first model call, not at start-up (models/providers.ts says why).
-  const { asLanguageModelUsage, convertToLanguageModelPrompt, prepareCallSettings, prepareRetries, standardizePrompt } = await import('ai/internal');
+  const { asLanguageModelUsage, convertToLanguageModelPrompt, prepareCallSettings, prepareRetries, standardizePrompt } = await aiInternal();
   try {
     // Our messages are built by us (turn.run.ts): streamText's check of them against the
     // ModelMessage schema (a zod parse of the whole history, schema built per call) is skipped.

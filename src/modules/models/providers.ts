@@ -5,6 +5,7 @@ import type { OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import type { EmbeddingModel, LanguageModel, TranscriptionModel } from 'ai';
 import type { Config } from '../../config/env.js';
 import { fieldError, ServiceUnavailableError } from '../../platform/errors.js';
+import { once } from '../../platform/once.js';
 import type { ProviderOptions } from './call-settings.js';
 import { providerFetch } from './provider-fetch.js';
 import type { ModelCatalog } from './catalog.js';
@@ -58,16 +59,6 @@ const sdk = {
 /** Loads the AI SDK and its provider packages ahead of the first model call (after start-up). */
 export async function preloadModelSdks(): Promise<void> {
   await Promise.all([import('ai'), sdk.openai(), sdk.anthropic(), sdk.google(), sdk.compatible()]);
-}
-
-/** Once: `load()` on the first call, the same promise after (a failed load is tried again). */
-function once<T>(load: () => Promise<T>): () => Promise<T> {
-  let loaded: Promise<T> | undefined;
-  return () =>
-    (loaded ??= load().catch((error: unknown) => {
-      loaded = undefined;
-      throw error;
-    }));
 }
 
 /**

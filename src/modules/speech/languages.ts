@@ -3,6 +3,8 @@
  * Node ships full ICU, so `Intl.DisplayNames` knows every ISO 639-1 language and its English name.
  */
 
+import { once } from '../../platform/once.js';
+
 const languageNames = new Intl.DisplayNames(['en'], { type: 'language', fallback: 'none' });
 // "Portuguese (Brazil)" next to the dialect form "Brazilian Portuguese": both are accepted.
 const standardNames = new Intl.DisplayNames(['en'], { type: 'language', fallback: 'none', languageDisplay: 'standard' });
@@ -41,12 +43,7 @@ function iso639_1Codes(): string[] {
   return [...codes];
 }
 
-/** Built on first use (a few hundred ICU look-ups), not when the service loads. */
-function once<T>(make: () => T): () => T {
-  let value: T | undefined;
-  return () => (value ??= make());
-}
-
+// Built on first use (a few hundred ICU look-ups), not when the service loads.
 const iso639_1 = once(() => new Set(iso639_1Codes()));
 
 /** Lower-cased English name → canonical tag ("french" → "fr", "brazilian portuguese" → "pt-BR"). */
