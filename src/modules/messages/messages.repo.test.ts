@@ -7,6 +7,20 @@ import { findPath, insertMessageOnce, insertUnderNewestReply } from './messages.
 
 const { t, fake } = useChatTestApp();
 
+/** A plain reply to `parentId` in `chatId`, as insertMessageOnce takes it. */
+const plainReply = (chatId: string, parentId: string, content: string) => ({
+  id: randomUUID(),
+  sessionId: chatId,
+  role: 'assistant' as const,
+  content,
+  parentId,
+  stopped: false,
+  usage: null,
+  aiModel: 'gpt-4.1-mini',
+  sources: [],
+  streamId: 's',
+});
+
 describe('insertMessageOnce (a reply saved once per id, as a repeated agent run needs)', () => {
   it('saves the reply with every value; a second insert with the same id returns the saved row and stores nothing', async () => {
     const w = await chatWorld(t);
@@ -41,18 +55,7 @@ describe('insertMessageOnce (a reply saved once per id, as a repeated agent run 
     const w = await chatWorld(t);
     fake.enqueue({ text: 'R1' });
     const first = await injectStream(t, `${w.base}stream/`, { content: 'Question' }, w.alice);
-    const saved = await insertMessageOnce(t.deps.database.db, {
-      id: randomUUID(),
-      sessionId: w.chat.id,
-      role: 'assistant',
-      content: '',
-      parentId: first.done.user_message_id as string,
-      stopped: false,
-      usage: null,
-      aiModel: 'gpt-4.1-mini',
-      sources: [],
-      streamId: 's',
-    });
+    const saved = await insertMessageOnce(t.deps.database.db, plainReply(w.chat.id, first.done.user_message_id as string, ''));
     expect(saved).toMatchObject({ usage: null, sources: [] });
   });
 });
@@ -64,18 +67,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the send path statements and an
     const first = await injectStream(t, `${w.base}stream/`, { content: 'Question' }, w.alice);
     // One connection, so each statement runs prepared on it before and after the change.
     const database = await openDatabase({ url: t.database.url, poolSize: 1 });
-    const reply = (content: string) => ({
-      id: randomUUID(),
-      sessionId: w.chat.id,
-      role: 'assistant' as const,
-      content,
-      parentId: first.done.user_message_id as string,
-      stopped: false,
-      usage: null,
-      aiModel: 'gpt-4.1-mini',
-      sources: [],
-      streamId: 's',
-    });
+    const reply = (content: string) => plainReply(w.chat.id, first.done.user_message_id as string, content);
     const user = (content: string) => ({ sessionId: w.chat.id, role: 'user' as const, content, authorId: null, attachments: [] });
     try {
       await insertMessageOnce(database.db, reply('before'));
