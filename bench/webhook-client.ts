@@ -7,11 +7,10 @@
  * Protocol (IPC):
  *   parent → child  load   {bodies}                          every event body, once (outside any timing)
  *   child → parent  loaded {}
- *   parent → child  run    {id, url, from, to, concurrency, signing, client}
- *                                                             sends bodies[from, to), each signed just
+ *   parent → child  run    {url, concurrency, signing, client}  sends the loaded bodies, each signed just
  *                                                             before it is sent, at most `concurrency`
  *                                                             in flight
- *   child → parent  ran    {id, latencies, statuses, seconds, cpuSeconds}
+ *   child → parent  ran    {latencies, statuses, seconds, cpuSeconds}
  *   child → parent  error  {message}
  * Nothing here talks to anything but the URLs it is given (127.0.0.1 in the benchmark).
  */
@@ -27,11 +26,11 @@ export type ClientKind = 'undici' | 'fetch';
 
 export type ParentMessage =
   | { type: 'load'; bodies: string[] }
-  | { type: 'run'; id: number; url: string; from: number; to: number; concurrency: number; signing: Signing; client: ClientKind };
+  | { type: 'run'; url: string; concurrency: number; signing: Signing; client: ClientKind };
 
 export type ChildMessage =
   | { type: 'loaded' }
-  | { type: 'ran'; id: number; latencies: number[]; statuses: Record<number, number>; seconds: number; cpuSeconds: number }
+  | { type: 'ran'; latencies: number[]; statuses: Record<number, number>; seconds: number; cpuSeconds: number }
   | { type: 'error'; message: string };
 
 /** One signed POST; the response's status once its body is read. */
@@ -86,8 +85,8 @@ if (process.send && process.env.BENCH_WEBHOOK_CLIENT === '1') {
       return;
     }
     const cpuBefore = cpuNow();
-    sendAll(bodies.slice(message.from, message.to), message).then(
-      (result) => reply({ type: 'ran', id: message.id, ...result, cpuSeconds: cpuNow() - cpuBefore }),
+    sendAll(bodies, message).then(
+      (result) => reply({ type: 'ran', ...result, cpuSeconds: cpuNow() - cpuBefore }),
       (error: unknown) => reply({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
     );
   });

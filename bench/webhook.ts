@@ -37,14 +37,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type ChildProcess, fork } from 'node:child_process';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { count } from 'drizzle-orm';
 import Fastify from 'fastify';
-import pg from 'pg';
 import { type ChildMessage, type ClientKind, type ParentMessage, sendAll, type Signing } from './webhook-client.js';
 import { buildApp } from '../src/app.js';
 import { observeStatements } from '../src/db/client.js';
@@ -53,9 +52,19 @@ import { createDeps } from '../src/deps.js';
 import { billingCustomers, webhookEvents } from '../src/modules/billing/billing.table.js';
 import { insertUser } from '../src/modules/users/users.repo.js';
 import { createLogger } from '../src/platform/logger.js';
-import { cpuSeconds, listen, postgresCpuBetween, postgresCpuSeconds, processCpuSeconds } from './support.js';
-
-const RESULTS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'RESULTS.md');
+import {
+  appendResults,
+  cpuSeconds,
+  createBenchDatabase,
+  fmt,
+  listen,
+  machine,
+  percentile,
+  positiveInt,
+  postgresCpuBetween,
+  postgresCpuSeconds,
+  processCpuSeconds,
+} from './support.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -75,11 +84,6 @@ const { values: args } = parseArgs({
   allowPositionals: false,
 });
 
-function positiveInt(name: string, value: string | undefined, min = 1): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min} (got ${value})`);
-  return n;
-}
 const totalEvents = positiveInt('events', args.events);
 const concurrency = positiveInt('concurrency', args.concurrency);
 const warmupEvents = positiveInt('warmup', args.warmup, 0);
@@ -128,45 +132,6 @@ const PRICES = 40;
 const secret = `whsec_bench_${randomBytes(16).toString('hex')}`;
 /** How a body is signed: our service's secret and header, or the peer's. */
 const ours: Signing = { secret, header: 'payment-signature' };
-
-function machine(): Record<string, string> {
-  let cpu = os.cpus()[0]?.model ?? 'unknown';
-  try {
-    const model = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
-    if (model?.[1]) cpu = model[1].trim();
-  } catch {
-    // Not Linux: os.cpus() is good enough.
-  }
-  return {
-    cpus: String(os.availableParallelism()),
-    cpu,
-    memory: `${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB`,
-    node: process.version,
-    os: `${os.type()} ${os.release()} ${os.arch()}`,
-    load: os.loadavg().map((l) => l.toFixed(2)).join(' '),
-  };
-}
-
-/** A throwaway database on the server DATABASE_URL points at. */
-async function createBenchDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void>; label: string }> {
-  const name = `wsai_bench_webhook_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    label: `PostgreSQL at ${url.hostname}:${url.port || '5432'} (fresh database, dropped afterwards)`,
-    async drop() {
-      const cleanup = new pg.Client({ connectionString: serverUrl });
-      await cleanup.connect();
-      await cleanup.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await cleanup.end();
-    },
-  };
-}
 
 interface Fixture {
   customer: string;
@@ -272,8 +237,6 @@ function startClientProcess(): NonNullable<typeof clientProcess> {
   };
 }
 
-let runs = 0;
-
 /** Sends every body (signed at send time) with at most `concurrency` requests in flight. */
 async function run(label: string, url: string, bodies: string[], inFlight = concurrency, signing = ours, peerPid?: number): Promise<PhaseResult> {
   const options = { url, concurrency: inFlight, signing, client };
@@ -285,7 +248,7 @@ async function run(label: string, url: string, bodies: string[], inFlight = conc
   const peerCpuBefore = peerPid === undefined ? undefined : cpuSeconds(peerPid);
   let sent: { latencies: number[]; statuses: Record<number, number>; seconds: number; clientCpu: number | null };
   if (clientProcess) {
-    const answer = await clientProcess.request({ type: 'run', id: ++runs, from: 0, to: bodies.length, ...options });
+    const answer = await clientProcess.request({ type: 'run', ...options });
     if (answer.type !== 'ran') throw new Error(`unexpected answer from the client process: ${answer.type}`);
     sent = { ...answer, clientCpu: answer.cpuSeconds };
   } else {
@@ -306,8 +269,6 @@ async function run(label: string, url: string, bodies: string[], inFlight = conc
   };
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 function table(results: PhaseResult[]): string {
   const lines = [
@@ -330,13 +291,6 @@ function table(results: PhaseResult[]): string {
 /** Statement counts are reported for PostgreSQL runs (the figure issue 14 sets is per event on PostgreSQL). */
 let statementsCounted = false;
 
-const RESULTS_HEADER = `# Benchmark results
-
-Figures appended by the benchmarks in this folder (newest last). Each entry records the machine,
-the date and the settings, so compare only entries from the same machine. How to run them:
-[README.md](README.md).
-`;
-
 /** Sequential new events of one type each, with the statements each type costs. */
 async function probe(url: string, base: number, fixture: Fixture, from: number): Promise<string[]> {
   if (!statementsCounted || probeEvents === 0) return [];
@@ -357,46 +311,37 @@ async function probe(url: string, base: number, fixture: Fixture, from: number):
 }
 
 function record(results: PhaseResult[], database: string, outcomes: string, poolSize: number, loadBefore: string, perType: string[]): void {
-  if (!existsSync(RESULTS_FILE)) writeFileSync(RESULTS_FILE, RESULTS_HEADER);
   const m = machine();
-  appendFileSync(
-    RESULTS_FILE,
-    [
-      '',
-      `## webhook: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}`,
-      '',
-      '`npm run bench:webhook`: signed events through `POST /api/subscriptions/webhook` (signature',
-      'check, validation, and the event applied and recorded in the inbox). Mix: 40 % subscription updates (50',
-      'subscriptions on 50 workspaces), 30 % product updates (20 products, plan + features sync), 30 % price',
-      `updates (40 prices); a bounded pool of requests (${client === 'fetch' ? '`fetch`' : "undici's `request`"}) ${clientInProcess ? "in the server's process" : 'in a process of its own'} on 127.0.0.1, after a warm-up.`,
-      '"redelivery" resends already processed events (acknowledged from the inbox, nothing applied); "bare Fastify" sends the same',
-      "bodies and signatures to a bare Fastify route (JSON parse, answer) in the benchmark's process. CPU per event: the server's process",
-      `(every thread${clientInProcess ? '; the client included' : ''}), the client's, and the local PostgreSQL's processes, over the phase.`,
-      '',
-      `- machine: ${m.cpus} CPUs (nproc), ${m.cpu}, ${m.memory} RAM, ${m.os}`,
-      `- Node ${m.node}; database: ${database}; 1-minute load average ${loadBefore} before the run, ${os.loadavg()[0]!.toFixed(2)} after`,
-      `- settings: ${concurrency} concurrent requests, ${warmupEvents} warm-up events, ${poolSize} database connections (DATABASE_POOL_SIZE)`,
-      `- inbox outcomes: ${outcomes}`,
-      ...(peer
-        ? [
-            `- peer: ${peer.label} at ${peer.url}, sent the same warm-up and new-event bodies right after our redelivery phase, signed with its own secret in \`${peer.signing.header}\` (its database emptied beforehand); its row's CPU is the peer process's${peer.pid ? '' : ' (not measured: no --peer-pid)'}, PostgreSQL's is the same server's`,
-          ]
-        : []),
-      ...(perType.length
-        ? [`- SQL statements (node-postgres \`query\` calls, BEGIN/COMMIT included), ${probeEvents} sequential new events of each type after the run:`, ...perType.map((l) => `  - ${l}`)]
-        : []),
-      '',
-      table(results),
-      '',
-    ].join('\n'),
-  );
-  process.stdout.write(`appended to ${path.relative(process.cwd(), RESULTS_FILE)}\n`);
+  appendResults('webhook', [
+    '`npm run bench:webhook`: signed events through `POST /api/subscriptions/webhook` (signature',
+    'check, validation, and the event applied and recorded in the inbox). Mix: 40 % subscription updates (50',
+    'subscriptions on 50 workspaces), 30 % product updates (20 products, plan + features sync), 30 % price',
+    `updates (40 prices); a bounded pool of requests (${client === 'fetch' ? '`fetch`' : "undici's `request`"}) ${clientInProcess ? "in the server's process" : 'in a process of its own'} on 127.0.0.1, after a warm-up.`,
+    '"redelivery" resends already processed events (acknowledged from the inbox, nothing applied); "bare Fastify" sends the same',
+    "bodies and signatures to a bare Fastify route (JSON parse, answer) in the benchmark's process. CPU per event: the server's process",
+    `(every thread${clientInProcess ? '; the client included' : ''}), the client's, and the local PostgreSQL's processes, over the phase.`,
+    '',
+    `- machine: ${m.cpus} CPUs (nproc), ${m.cpu}, ${m.memory} RAM, ${m.os}`,
+    `- Node ${m.node}; database: ${database}; 1-minute load average ${loadBefore} before the run, ${os.loadavg()[0]!.toFixed(2)} after`,
+    `- settings: ${concurrency} concurrent requests, ${warmupEvents} warm-up events, ${poolSize} database connections (DATABASE_POOL_SIZE)`,
+    `- inbox outcomes: ${outcomes}`,
+    ...(peer
+      ? [
+          `- peer: ${peer.label} at ${peer.url}, sent the same warm-up and new-event bodies right after our redelivery phase, signed with its own secret in \`${peer.signing.header}\` (its database emptied beforehand); its row's CPU is the peer process's${peer.pid ? '' : ' (not measured: no --peer-pid)'}, PostgreSQL's is the same server's`,
+        ]
+      : []),
+    ...(perType.length
+      ? [`- SQL statements (node-postgres \`query\` calls, BEGIN/COMMIT included), ${probeEvents} sequential new events of each type after the run:`, ...perType.map((l) => `  - ${l}`)]
+      : []),
+    '',
+    table(results),
+  ]);
 }
 
 async function main(): Promise<void> {
   const loadBefore = os.loadavg()[0]!.toFixed(2);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wsai-bench-webhook-'));
-  const bench = process.env.DATABASE_URL ? await createBenchDatabase(process.env.DATABASE_URL) : undefined;
+  const bench = process.env.DATABASE_URL ? await createBenchDatabase(process.env.DATABASE_URL, 'wsai_bench_webhook') : undefined;
   statementsCounted = Boolean(bench);
   const database = bench?.label ?? 'PGlite (embedded, temporary directory)';
   const config = loadConfig({
