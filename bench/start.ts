@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { appendResults, ascending, fmt, loadAverage, machineLine, positiveInt } from './support.js';
+import { appendResults, ascending, fmt, loadAverage, machineLine, median, positiveInt } from './support.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -146,8 +146,6 @@ try {
     }
   }
   const loadAtEnd = loadAverage();
-  const median = (sorted: number[]) =>
-    sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
   const floorMedian = median(ascending(times.get(targets[0]!)!));
   const table = [
     '| target | runs | min (ms) | median (ms) | max (ms) | median above the floor (ms) |',

@@ -110,6 +110,10 @@ export function percentile(sorted: readonly number[], p: number): number {
 
 export const ascending = (values: readonly number[]) => [...values].sort((a, b) => a - b);
 
+/** The median of an ascending array (the mean of the middle two for an even length). */
+export const median = (sorted: readonly number[]) =>
+  sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+
 export function fmt(n: number, digits = 0): string {
   return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }

@@ -4,7 +4,7 @@
  * ordering check, mirror write and inbox record), on PostgreSQL.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:webhook \
- *     [-- --events 5000 --concurrency 16 --warmup 3000 --client undici|fetch --no-record]
+ *     [-- --events 5000 --concurrency 16 --warmup 10000 --rounds 1 --client undici|fetch --no-record]
  *
  * DATABASE_URL names the server only: the benchmark creates its own database
  * (`wsai_bench_webhook_<random>`) on it, migrates it, and drops it at the end, so it never
@@ -21,9 +21,11 @@
  * with the client while a peer in its own process did not, and that thread was the bottleneck. A
  * second phase redelivers already processed events (the duplicate fast path), and a third sends
  * the same bodies and signatures to a bare Fastify route (JSON parse and answer: the floor of
- * the client and HTTP). The warm-up (3,000 events by default; entries before 2026-11-24T17:00Z
- * used 300) lets V8 optimise the hot path as in a server that has been running: with 300, the
- * measured 5,000 events ran partly on unoptimised code (app CPU per event ~0.75 ms against ~0.52).
+ * the client and HTTP). The warm-up (10,000 events by default; 3,000 in entries before
+ * 2026-11-29T06:00Z, 300 before 2026-11-24T17:00Z) lets V8 optimise the hot path, and PostgreSQL
+ * settle its plans, as in a server that has been running: with 300, the measured 5,000 events ran
+ * partly on unoptimised code (app CPU per event ~0.75 ms against ~0.52); with 3,000, four rounds of
+ * 5,000 still went 0.68, 0.45, 0.42 and 0.49 ms (server) and 0.68, 0.46, 0.46, 0.51 (PostgreSQL).
  * Results are printed and appended to bench/RESULTS.md.
  *
  * CPU per event, over each phase: the server's process (this one for ours and the bare route,
@@ -54,11 +56,13 @@ import { insertUser } from '../src/modules/users/users.repo.js';
 import { createLogger } from '../src/platform/logger.js';
 import {
   appendResults,
+  ascending,
   cpuSeconds,
   createBenchDatabase,
   fmt,
   listen,
   machine,
+  median,
   percentile,
   positiveInt,
   postgresCpuBetween,
@@ -70,7 +74,8 @@ const { values: args } = parseArgs({
   options: {
     events: { type: 'string', default: process.env.BENCH_EVENTS ?? '5000' },
     concurrency: { type: 'string', default: process.env.BENCH_CONCURRENCY ?? '16' },
-    warmup: { type: 'string', default: process.env.BENCH_WARMUP_EVENTS ?? '3000' },
+    warmup: { type: 'string', default: process.env.BENCH_WARMUP_EVENTS ?? '10000' },
+    rounds: { type: 'string', default: process.env.BENCH_ROUNDS ?? '1' },
     probe: { type: 'string', default: process.env.BENCH_PROBE_EVENTS ?? '50' },
     client: { type: 'string', default: process.env.BENCH_CLIENT ?? 'undici' },
     'peer-url': { type: 'string', default: process.env.BENCH_PEER_URL },
@@ -87,6 +92,8 @@ const { values: args } = parseArgs({
 const totalEvents = positiveInt('events', args.events);
 const concurrency = positiveInt('concurrency', args.concurrency);
 const warmupEvents = positiveInt('warmup', args.warmup, 0);
+/** Measured rounds of new events; with a peer, each round sends to both, in alternating order. */
+const rounds = positiveInt('rounds', args.rounds);
 const probeEvents = positiveInt('probe', args.probe, 0);
 if (args.client !== 'undici' && args.client !== 'fetch') throw new Error(`--client must be undici or fetch (got ${args.client})`);
 const client: ClientKind = args.client;
@@ -327,7 +334,7 @@ function record(results: PhaseResult[], database: string, outcomes: string, pool
     `- inbox outcomes: ${outcomes}`,
     ...(peer
       ? [
-          `- peer: ${peer.label} at ${peer.url}, sent the same warm-up and new-event bodies right after our redelivery phase, signed with its own secret in \`${peer.signing.header}\` (its database emptied beforehand); its row's CPU is the peer process's${peer.pid ? '' : ' (not measured: no --peer-pid)'}, PostgreSQL's is the same server's`,
+          `- peer: ${peer.label} at ${peer.url}, sent the same warm-up (after ours) and new-event bodies, signed with its own secret in \`${peer.signing.header}\` (its database emptied beforehand); ${rounds > 1 ? `${rounds} rounds, each new-event phase sent to both in turn (ours first in odd rounds, the peer first in even ones); ` : 'its new events right after ours; '}its row's CPU is the peer process's${peer.pid ? '' : ' (not measured: no --peer-pid)'}, PostgreSQL's is the same server's`,
         ]
       : []),
     ...(perType.length
@@ -335,7 +342,23 @@ function record(results: PhaseResult[], database: string, outcomes: string, pool
       : []),
     '',
     table(results),
+    ...(rounds > 1 ? ['', ...roundsSummary(results)] : []),
   ]);
+}
+
+/** Per service, the rounds' events/s and their median; with a peer, ours over the peer's per round. */
+function roundsSummary(results: PhaseResult[]): string[] {
+  const rate = (r: PhaseResult) => r.events / r.seconds;
+  const ourRounds = results.filter((r) => r.label.startsWith('new events (round'));
+  const lines = [`- ours, new events over ${ourRounds.length} rounds: ${ourRounds.map((r) => fmt(rate(r), 0)).join(', ')} events/s; median ${fmt(median(ascending(ourRounds.map(rate))), 0)}`];
+  if (peer) {
+    const peerRounds = results.filter((r) => r.label.startsWith(`${peer.label}: new events (round`));
+    lines.push(
+      `- ${peer.label}: ${peerRounds.map((r) => fmt(rate(r), 0)).join(', ')} events/s; median ${fmt(median(ascending(peerRounds.map(rate))), 0)}`,
+      `- ours / ${peer.label}, per round: ${ourRounds.map((r, i) => `${fmt(rate(r) / rate(peerRounds[i]!), 2)}×`).join(', ')}`,
+    );
+  }
+  return lines;
 }
 
 async function main(): Promise<void> {
@@ -372,36 +395,51 @@ async function main(): Promise<void> {
     for (let i = 0; i < SUBSCRIPTIONS; i++) workspaces.push((await deps.services.workspaces.create(user!.id, `Bench ${i}`)).id);
     const fixture = { customer, workspaces };
 
-    const base = Math.floor(Date.now() / 1000) - 10 * (totalEvents + warmupEvents);
-    const bodies = Array.from({ length: warmupEvents + totalEvents }, (_, i) => JSON.stringify(makeEvent(i, base, fixture)));
+    const measuredEvents = rounds * totalEvents;
+    const base = Math.floor(Date.now() / 1000) - 10 * (measuredEvents + warmupEvents);
+    const bodies = Array.from({ length: warmupEvents + measuredEvents }, (_, i) => JSON.stringify(makeEvent(i, base, fixture)));
     process.stdout.write(
-      `warm-up: ${warmupEvents} events; measured: ${totalEvents} events, ${concurrency} concurrent (${client} client, ${clientInProcess ? "in the server's process" : 'in its own process'})...\n`,
+      `warm-up: ${warmupEvents} events; measured: ${rounds > 1 ? `${rounds} rounds of ` : ''}${totalEvents} events, ${concurrency} concurrent (${client} client, ${clientInProcess ? "in the server's process" : 'in its own process'})...\n`,
     );
+    // The peer gets the same bodies with its own signature, warmed up alike (its database must
+    // start without these objects' rows: an event older than the stored row changes nothing there).
     if (warmupEvents) await run('warm-up', url, bodies.slice(0, warmupEvents));
-    const fresh = await run('new events', url, bodies.slice(warmupEvents));
-    const redelivery = await run('redelivery', url, bodies.slice(warmupEvents, warmupEvents + Math.min(totalEvents, 1000)));
-    // The peer: the same bodies, its own signature, warmed up alike (its database must start
-    // without these objects' rows: an event older than the stored row changes nothing there).
+    if (peer && warmupEvents) await run(`warm-up (${peer.label})`, peer.url, bodies.slice(0, warmupEvents), concurrency, peer.signing);
+    const freshResults: PhaseResult[] = [];
     const peerResults: PhaseResult[] = [];
-    if (peer) {
-      if (warmupEvents) await run(`warm-up (${peer.label})`, peer.url, bodies.slice(0, warmupEvents), concurrency, peer.signing);
-      peerResults.push(await run(`${peer.label}: new events`, peer.url, bodies.slice(warmupEvents), concurrency, peer.signing, peer.pid));
+    for (let round = 0; round < rounds; round++) {
+      const slice = bodies.slice(warmupEvents + round * totalEvents, warmupEvents + (round + 1) * totalEvents);
+      const suffix = rounds > 1 ? ` (round ${round + 1})` : '';
+      const sendOurs = async () => freshResults.push(await run(`new events${suffix}`, url, slice));
+      const sendPeer = async () => {
+        if (peer) peerResults.push(await run(`${peer.label}: new events${suffix}`, peer.url, slice, concurrency, peer.signing, peer.pid));
+      };
+      // Alternating who goes first, so neither always meets the state the other left (a warm cache, a busy autovacuum).
+      if (round % 2 === 0) {
+        await sendOurs();
+        await sendPeer();
+      } else {
+        await sendPeer();
+        await sendOurs();
+      }
     }
+    const redelivery = await run('redelivery', url, bodies.slice(warmupEvents, warmupEvents + Math.min(totalEvents, 1000)));
     // The floor: the same client, bodies and signatures against a bare Fastify route that parses
     // the JSON and answers like the app does (no signature check, no database).
     const bareUrl = `${await listen(bare)}/bare`;
     await run('warm-up (bare)', bareUrl, bodies.slice(0, warmupEvents));
     const floor = await run('bare Fastify', bareUrl, bodies.slice(warmupEvents));
-    const perType = await probe(url, base, fixture, Math.ceil((warmupEvents + totalEvents) / 10) * 10);
+    const perType = await probe(url, base, fixture, Math.ceil((warmupEvents + measuredEvents) / 10) * 10);
 
-    const expected = warmupEvents + totalEvents + (perType.length ? 3 * probeEvents : 0);
+    const expected = warmupEvents + measuredEvents + (perType.length ? 3 * probeEvents : 0);
     const rows = await db.select({ outcome: webhookEvents.outcome, n: count() }).from(webhookEvents).groupBy(webhookEvents.outcome);
     const outcomes = rows.map((r) => `${r.outcome} ${r.n}`).join(', ');
     const [{ n } = { n: 0 }] = await db.select({ n: count() }).from(webhookEvents);
 
     const m = machine();
-    const results = [fresh, redelivery, ...peerResults, floor];
-    process.stdout.write(`\n${m.cpus} CPUs, ${m.cpu}, Node ${m.node}; ${database}\ninbox: ${n} events (${outcomes})\n\n${table(results)}\n\n${perType.map((l) => `${l}\n`).join('')}\n`);
+    const results = [...freshResults, redelivery, ...peerResults, floor];
+    const summary = rounds > 1 ? `${roundsSummary(results).join('\n')}\n\n` : '';
+    process.stdout.write(`\n${m.cpus} CPUs, ${m.cpu}, Node ${m.node}; ${database}\ninbox: ${n} events (${outcomes})\n\n${table(results)}\n\n${summary}${perType.map((l) => `${l}\n`).join('')}\n`);
     const failures = results.filter((r) => Object.keys(r.statuses).some((s) => s !== '200'));
     if (n !== expected) process.stdout.write(`warning: the inbox holds ${n} events, expected ${expected}\n`);
     if (args['no-record']) process.stdout.write('not recorded (--no-record)\n');
