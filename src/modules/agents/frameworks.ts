@@ -1,7 +1,7 @@
 import type { ModelMessage, ToolSet } from 'ai';
 import { z } from 'zod';
 import { AppError } from '../../platform/errors.js';
-import type { BuiltCallSettings } from '../models/index.js';
+import { aiSdk, type BuiltCallSettings } from '../models/index.js';
 import type { ChatLanguageModel } from '../models/index.js';
 import type { KnowledgeHit, MessageSource } from './knowledge-port.js';
 import type { AgentFrameworkName } from './frameworks.names.js';
@@ -113,7 +113,7 @@ async function runStream(input: AgentInput, tools: ToolSet | undefined, maxSteps
       throw new ModelCallError(error);
     }
   }
-  const { stepCountIs, streamText } = await import('ai');
+  const { stepCountIs, streamText } = await aiSdk();
   const result = streamText({
     model: input.model,
     system: input.system,

@@ -8,7 +8,7 @@ import { AppError } from '../../platform/errors.js';
 import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
 import type { JobContext } from '../../platform/queue/port.js';
 import type { CreditService } from '../billing/index.js';
-import type { ModelRegistry } from '../models/index.js';
+import { aiSdk, type ModelRegistry } from '../models/index.js';
 import * as repo from './embeddings.repo.js';
 import type { Generation } from './embeddings.repo.js';
 import type { VectorIndexStorage } from './embeddings.table.js';
@@ -169,8 +169,7 @@ export function createEmbeddingsService(deps: EmbeddingsServiceDeps) {
     let tokens = 0;
     const vectors: number[][] = [];
     try {
-      // Loaded at the first model call, not at start-up (models/providers.ts says why).
-      const { embedMany } = await import('ai');
+      const { embedMany } = await aiSdk();
       for (let i = 0; i < texts.length; i += EMBED_BATCH) {
         const result = await embedMany({
           model,

@@ -7,4 +7,4 @@ export { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_REASONING_MAX_OUTPUT_TOKENS, buildCa
 export { tokenCost, type ModelCatalog } from './catalog.js';
 export { modelTiers, type ChatModel } from './models.schemas.js';
 export { type PlanModelRules } from './models.service.js';
-export { parseModelSpec, preloadModelSdks, type ChatLanguageModel, type ModelRegistry, type ResolvedTranscriptionModel } from './providers.js';
+export { aiSdk, parseModelSpec, preloadModelSdks, type ChatLanguageModel, type ModelRegistry, type ResolvedTranscriptionModel } from './providers.js';

@@ -50,15 +50,22 @@ type TranscriptionModelV3 = Extract<SpeechToTextModel, { specificationVersion: '
 
 /** The provider packages, each loaded once, when first needed. */
 const sdk = {
-  openai: () => import('@ai-sdk/openai'),
-  anthropic: () => import('@ai-sdk/anthropic'),
-  google: () => import('@ai-sdk/google'),
-  compatible: () => import('@ai-sdk/openai-compatible'),
+  openai: once(() => import('@ai-sdk/openai')),
+  anthropic: once(() => import('@ai-sdk/anthropic')),
+  google: once(() => import('@ai-sdk/google')),
+  compatible: once(() => import('@ai-sdk/openai-compatible')),
 };
+
+/**
+ * The AI SDK (`streamText`, `embedMany`, `generateText`, `experimental_transcribe`), loaded once,
+ * at the first model call or by `preloadModelSdks`, for every module that calls a model: an
+ * `import()` at each call would resolve the module again each time.
+ */
+export const aiSdk = once(() => import('ai'));
 
 /** Loads the AI SDK and its provider packages ahead of the first model call (after start-up). */
 export async function preloadModelSdks(): Promise<void> {
-  await Promise.all([import('ai'), sdk.openai(), sdk.anthropic(), sdk.google(), sdk.compatible()]);
+  await Promise.all([aiSdk(), sdk.openai(), sdk.anthropic(), sdk.google(), sdk.compatible()]);
 }
 
 /**

@@ -19,7 +19,7 @@ import {
 import { type ModelCatalog, tokenCost } from '../models/index.js';
 import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
 import type { ChatModel } from '../models/index.js';
-import { type ModelRegistry, parseModelSpec, type ResolvedTranscriptionModel } from '../models/index.js';
+import { aiSdk, type ModelRegistry, parseModelSpec, type ResolvedTranscriptionModel } from '../models/index.js';
 import { requireMember, type WorkspaceAccess } from '../workspaces/index.js';
 import {
   type AudioFormat,
@@ -144,8 +144,7 @@ export function createSpeechService(deps: SpeechServiceDeps) {
     if (language && providerOptions.openai) providerOptions = { ...providerOptions, openai: { ...providerOptions.openai, language } };
     let result: { text: string; language?: string; durationInSeconds?: number; segments: Array<{ text: string; startSecond: number; endSecond: number }> };
     const record = timeModelCall(metrics, { kind: 'transcription', provider: entry.provider, model: entry.id });
-    // Loaded at the first model call, not at start-up (models/providers.ts says why).
-    const { experimental_transcribe: transcribe, NoTranscriptGeneratedError } = await import('ai');
+    const { experimental_transcribe: transcribe, NoTranscriptGeneratedError } = await aiSdk();
     try {
       result = await transcribe({ model, audio, providerOptions, maxRetries: 1 });
     } catch (error) {
@@ -286,7 +285,7 @@ export function createSpeechService(deps: SpeechServiceDeps) {
       const call = callOf(model);
       let result;
       const record = timeModelCall(metrics, { kind: 'translation', provider: model.provider, model: model.id });
-      const { generateText } = await import('ai');
+      const { generateText } = await aiSdk();
       try {
         result = await generateText({
           model: languageModel,
