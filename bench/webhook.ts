@@ -317,7 +317,7 @@ async function probe(url: string, base: number, fixture: Fixture, from: number):
   return lines;
 }
 
-function record(results: PhaseResult[], database: string, outcomes: string, poolSize: number, loadBefore: string, perType: string[]): void {
+function record(results: PhaseResult[], summary: string[], database: string, outcomes: string, poolSize: number, loadBefore: string, perType: string[]): void {
   const m = machine();
   appendResults('webhook', [
     '`npm run bench:webhook`: signed events through `POST /api/subscriptions/webhook` (signature',
@@ -342,17 +342,15 @@ function record(results: PhaseResult[], database: string, outcomes: string, pool
       : []),
     '',
     table(results),
-    ...(rounds > 1 ? ['', ...roundsSummary(results)] : []),
+    ...(summary.length ? ['', ...summary] : []),
   ]);
 }
 
 /** Per service, the rounds' events/s and their median; with a peer, ours over the peer's per round. */
-function roundsSummary(results: PhaseResult[]): string[] {
+function roundsSummary(ourRounds: PhaseResult[], peerRounds: PhaseResult[]): string[] {
   const rate = (r: PhaseResult) => r.events / r.seconds;
-  const ourRounds = results.filter((r) => r.label.startsWith('new events (round'));
   const lines = [`- ours, new events over ${ourRounds.length} rounds: ${ourRounds.map((r) => fmt(rate(r), 0)).join(', ')} events/s; median ${fmt(median(ascending(ourRounds.map(rate))), 0)}`];
   if (peer) {
-    const peerRounds = results.filter((r) => r.label.startsWith(`${peer.label}: new events (round`));
     lines.push(
       `- ${peer.label}: ${peerRounds.map((r) => fmt(rate(r), 0)).join(', ')} events/s; median ${fmt(median(ascending(peerRounds.map(rate))), 0)}`,
       `- ours / ${peer.label}, per round: ${ourRounds.map((r, i) => `${fmt(rate(r) / rate(peerRounds[i]!), 2)}×`).join(', ')}`,
@@ -438,12 +436,12 @@ async function main(): Promise<void> {
 
     const m = machine();
     const results = [...freshResults, redelivery, ...peerResults, floor];
-    const summary = rounds > 1 ? `${roundsSummary(results).join('\n')}\n\n` : '';
-    process.stdout.write(`\n${m.cpus} CPUs, ${m.cpu}, Node ${m.node}; ${database}\ninbox: ${n} events (${outcomes})\n\n${table(results)}\n\n${summary}${perType.map((l) => `${l}\n`).join('')}\n`);
+    const summary = rounds > 1 ? roundsSummary(freshResults, peerResults) : [];
+    process.stdout.write(`\n${m.cpus} CPUs, ${m.cpu}, Node ${m.node}; ${database}\ninbox: ${n} events (${outcomes})\n\n${table(results)}\n\n${summary.map((l) => `${l}\n`).join('')}${summary.length ? '\n' : ''}${perType.map((l) => `${l}\n`).join('')}\n`);
     const failures = results.filter((r) => Object.keys(r.statuses).some((s) => s !== '200'));
     if (n !== expected) process.stdout.write(`warning: the inbox holds ${n} events, expected ${expected}\n`);
     if (args['no-record']) process.stdout.write('not recorded (--no-record)\n');
-    else record(results, database, outcomes, config.DATABASE_POOL_SIZE, loadBefore, perType);
+    else record(results, summary, database, outcomes, config.DATABASE_POOL_SIZE, loadBefore, perType);
     if (failures.length || n !== expected) process.exitCode = 1;
   } finally {
     await app.close();
