@@ -9,7 +9,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PoolStats } from '../platform/metrics.js';
 import { autoSharedBuffersMb, MIN_SHARED_BUFFERS_MB } from './pglite-buffers.js';
 import { explainOpenFailure, guardPglite } from './pglite-guard.js';
-import { isPostgres, traceQueries } from './statements.js';
+import { batcherOf, isPostgres, traceQueries } from './statements.js';
 
 export { observeStatements } from './statements.js';
 
@@ -197,6 +197,15 @@ export type StatementValue = string | number | boolean | null;
 /** The parameter named `name` in a prepared statement's text. */
 export type StatementParam = (name: string) => SQL;
 
+export interface PreparedStatementOptions {
+  /**
+   * On PostgreSQL, outside a transaction: the statement may share a transaction with other
+   * callers' batched statements (group commit, db/statement-batch.ts), so it must be a whole unit
+   * of work that is idempotent; one that sets commitWithoutFlushWait cannot be batched.
+   */
+  batched?: boolean;
+}
+
 /**
  * A hot statement whose text never varies, only its values: `build(param)` composes it with
  * `param(name)` wherever a value goes, and each call passes the values by name.
@@ -213,7 +222,7 @@ function valueOf(values: Readonly<Record<string, StatementValue>>, name: string)
   return values[name]!;
 }
 
-export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
+export function preparedStatement<Row>(build: (param: StatementParam) => SQL, { batched = false }: PreparedStatementOptions = {}) {
   /** The text, and each parameter's value name (or its constant value, rendered once). */
   let rendered: { name: string; text: string; slots: ({ value: string } | { constant: unknown })[] } | undefined;
   return async (db: DbOrTx, values: Readonly<Record<string, StatementValue>>): Promise<Row[]> => {
@@ -225,13 +234,17 @@ export function preparedStatement<Row>(build: (param: StatementParam) => SQL) {
     }
     if (!rendered) {
       const dialect = (db as unknown as { dialect: { sqlToQuery(query: SQL): { sql: string; params: unknown[] } } }).dialect;
-      const { sql: text, params } = dialect.sqlToQuery(build((name) => sql`${sql.placeholder(name)}`));
+      const query = build((name) => sql`${sql.placeholder(name)}`);
+      // A batch is one transaction: the setting would apply to the others' statements too.
+      if (batched) refuseFlushWaitInTransaction(query);
+      const { sql: text, params } = dialect.sqlToQuery(query);
       const slots = params.map((param) => (is(param, Placeholder) ? { value: param.name as string } : { constant: param }));
       rendered = { name: `q_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text, slots };
     }
     const filled = rendered.slots.map((slot) => ('value' in slot ? valueOf(values, slot.value) : slot.constant));
     const pool = (db as unknown as { $client: { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: Row[] }> } }).$client;
-    const result = await pool.query({ name: rendered.name, text: rendered.text, values: filled });
-    return result.rows;
+    const runner = (batched && batcherOf(db)) || pool;
+    const result = await runner.query({ name: rendered.name, text: rendered.text, values: filled });
+    return result.rows as Row[];
   };
 }

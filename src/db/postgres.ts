@@ -1,7 +1,8 @@
 import type { drizzle as drizzlePgType } from 'drizzle-orm/node-postgres';
 import type pg from 'pg';
 import { type Database, type DatabaseOptions, type Db, VECTOR_SEARCH_SETTINGS } from './client.js';
-import { markPostgres, traceQueries } from './statements.js';
+import { createStatementBatcher } from './statement-batch.js';
+import { attachBatcher, markPostgres, traceQueries } from './statements.js';
 
 /**
  * PostgreSQL through node-postgres: a pool with bounded waits. When PostgreSQL goes away, the
@@ -13,6 +14,9 @@ import { markPostgres, traceQueries } from './statements.js';
  * taken out for defects of its current release that can lose writes and hand one caller's rows to
  * another: docs/decisions.md, "The driver".)
  */
+/** Longest wait for a lock on the batch connection (see the batcher below). */
+const BATCH_LOCK_TIMEOUT_MS = 1000;
+
 export function openPostgres(
   { pg: driver, drizzlePg }: { pg: typeof pg; drizzlePg: typeof drizzlePgType },
   url: string,
@@ -25,19 +29,22 @@ export function openPostgres(
       super({ ...config, connectionTimeoutMillis: connectTimeoutMs });
     }
   }
-  const pool = new driver.Pool({
-    Client: TimedClient,
+  const connection = {
     connectionString: url,
     // Set at connection start: no round trip (a connection string's own `options` takes precedence).
     options: Object.entries(VECTOR_SEARCH_SETTINGS)
       .map(([name, value]) => `-c ${name}=${value}`)
       .join(' '),
-    max: options.poolSize ?? 10,
-    connectionTimeoutMillis: Math.max(options.poolWaitMs ?? 10_000, connectTimeoutMs),
     query_timeout: options.queryTimeoutMs ?? 30_000,
     // TCP keepalive notices a peer that vanished without closing (host down, network cut).
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
+  };
+  const pool = new driver.Pool({
+    ...connection,
+    Client: TimedClient,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: Math.max(options.poolWaitMs ?? 10_000, connectTimeoutMs),
   });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => undefined);
@@ -54,6 +61,22 @@ export function openPostgres(
   }) as typeof pool.connect;
   const db = drizzlePg(pool) as unknown as Db;
   markPostgres(db);
+  // Group commit for the statements that ask for it (preparedStatement's `batched`), on one more
+  // connection than the pool's. Everything queued on it waits behind a statement that waits for a
+  // lock: past BATCH_LOCK_TIMEOUT_MS that statement's batch runs again alone on the pool instead.
+  const batcher = createStatementBatcher({
+    connect: async () => {
+      const client = new TimedClient({
+        ...connection,
+        options: `${connection.options} -c lock_timeout=${BATCH_LOCK_TIMEOUT_MS}`,
+        pipeline: true,
+      } as pg.ClientConfig);
+      await client.connect();
+      return traceQueries(client);
+    },
+    runAlone: (config) => pool.query(config),
+  });
+  attachBatcher(db, batcher);
   const max = options.poolSize ?? 10;
   return {
     db,
@@ -62,6 +85,9 @@ export function openPostgres(
     ping: async () => {
       await pool.query('select 1');
     },
-    close: () => pool.end(),
+    close: async () => {
+      await batcher.close();
+      await pool.end();
+    },
   };
 }

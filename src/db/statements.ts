@@ -1,5 +1,6 @@
 import { SpanKind } from '@opentelemetry/api';
 import { tracingEnabled, withSpan } from '../platform/tracing.js';
+import type { StatementBatcher } from './statement-batch.js';
 
 /**
  * What both database clients (db/client.ts's PGlite, db/postgres.ts's PostgreSQL) share about
@@ -59,3 +60,8 @@ export function traceQueries<T extends { query: (...args: never[]) => unknown }>
 const postgresDatabases = new WeakSet<object>();
 export const markPostgres = (db: object): void => void postgresDatabases.add(db);
 export const isPostgres = (db: object): boolean => postgresDatabases.has(db);
+
+/** Each PostgreSQL database's group commit for batched statements (db/statement-batch.ts). */
+const batchers = new WeakMap<object, StatementBatcher>();
+export const attachBatcher = (db: object, batcher: StatementBatcher): void => void batchers.set(db, batcher);
+export const batcherOf = (db: object): StatementBatcher | undefined => batchers.get(db);

@@ -74,7 +74,9 @@ export function inboxParts(mode: InboxMode, param: StatementParam): InboxParts {
  */
 export function inboxStatement<Row>(build: (param: StatementParam, inbox: InboxParts) => SQL) {
   const byMode = {
-    delivery: preparedStatement<Row>((p) => build(p, inboxParts('delivery', p))),
+    // Deliveries share transactions under load (group commit: one commit for several events);
+    // each is one idempotent statement, as a batched statement must be (db/statement-batch.ts).
+    delivery: preparedStatement<Row>((p) => build(p, inboxParts('delivery', p)), { batched: true }),
     replay: preparedStatement<Row>((p) => build(p, inboxParts('replay', p))),
   };
   return (db: DbOrTx, inbox: InboxRecord, values: Record<string, StatementValue>): Promise<Row[]> =>
