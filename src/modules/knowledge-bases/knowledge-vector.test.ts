@@ -129,14 +129,24 @@ describe.each(vectorIndexStorages)('vector search scoped to a chat, index on %s'
     expect(indexLine).not.toContain('never executed');
   });
 
-  it('still returns a full page in the exact order when identical vectors outside the scope wall the query off in the index', async () => {
+  it('still returns a full page of the chat\'s nearest chunks when identical vectors outside the scope wall the query off in the index', async () => {
     const queries = [5000, 7777];
-    // 400 copies of each query's own vector in another document: the index scan ends short.
+    // 400 copies of each query's own vector in another document: the index scan usually ends
+    // short, and then the exact ranking answers (without it the page comes back short or empty).
+    // The graph differs from build to build, so a scan may also get past the wall with a full
+    // page: then it is approximate like any other (seen once in four full runs on a loaded machine).
     const w = await world(EXACT_SCAN_MAX + 200, 2000, storage, queries, 0);
+    let found = 0;
     for (const q of queries) {
       const query = vectorFor(q);
       const hits = await vectorCandidates(db(), w.chat.id, w.gen, query, 10);
-      expect(hits.map((h) => h.id)).toEqual(await exactTop(w.inside, w.gen.id, query, 10));
+      expect(hits).toHaveLength(10);
+      expect(hits.every((h) => h.document_id === w.inside)).toBe(true);
+      const distances = hits.map((h) => h.distance);
+      expect(distances).toEqual([...distances].sort((a, b) => a - b));
+      const exact = new Set(await exactTop(w.inside, w.gen.id, query, 10));
+      found += hits.filter((h) => exact.has(h.id)).length;
     }
+    expect(found / 20).toBeGreaterThanOrEqual(0.9);
   });
 });
