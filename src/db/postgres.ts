@@ -4,6 +4,9 @@ import { type Database, type DatabaseOptions, type Db, VECTOR_SEARCH_SETTINGS } 
 import { createStatementBatcher } from './statement-batch.js';
 import { attachBatcher, markPostgres, traceQueries } from './statements.js';
 
+/** Longest wait for a lock on the batch connection (see the batcher below). */
+const BATCH_LOCK_TIMEOUT_MS = 1000;
+
 /**
  * PostgreSQL through node-postgres: a pool with bounded waits. When PostgreSQL goes away, the
  * clients whose connections broke are dropped from the pool (pg-pool removes a client that
@@ -14,9 +17,6 @@ import { attachBatcher, markPostgres, traceQueries } from './statements.js';
  * taken out for defects of its current release that can lose writes and hand one caller's rows to
  * another: docs/decisions.md, "The driver".)
  */
-/** Longest wait for a lock on the batch connection (see the batcher below). */
-const BATCH_LOCK_TIMEOUT_MS = 1000;
-
 export function openPostgres(
   { pg: driver, drizzlePg }: { pg: typeof pg; drizzlePg: typeof drizzlePgType },
   url: string,
@@ -63,7 +63,8 @@ export function openPostgres(
   markPostgres(db);
   // Group commit for the statements that ask for it (preparedStatement's `batched`), on one more
   // connection than the pool's. Everything queued on it waits behind a statement that waits for a
-  // lock: past BATCH_LOCK_TIMEOUT_MS that statement's batch runs again alone on the pool instead.
+  // lock: past BATCH_LOCK_TIMEOUT_MS that statement's batch runs again alone on the pool instead
+  // (an `options` in DATABASE_URL replaces these settings, this one too).
   const batcher = createStatementBatcher({
     connect: async () => {
       const client = new TimedClient({
