@@ -9,6 +9,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PoolStats } from '../platform/metrics.js';
 import { autoSharedBuffersMb, MIN_SHARED_BUFFERS_MB } from './pglite-buffers.js';
 import { explainOpenFailure, guardPglite } from './pglite-guard.js';
+import { nameStatements } from './pglite-named.js';
 import { batcherOf, isPostgres, traceQueries } from './statements.js';
 
 export { observeStatements } from './statements.js';
@@ -111,6 +112,7 @@ export async function openPglite(dir: string, options: PgliteOptions = {}): Prom
       .map(([name, value]) => `SET ${name} = ${value};`)
       .join(' '),
   );
+  nameStatements(client);
   traceQueries(client);
   const guard = guardPglite(client, { onStopped: options.onStopped, wrapTransaction: traceQueries });
   // One connection, queries run one at a time: in use while any runs, the rest wait.
@@ -214,8 +216,9 @@ export interface PreparedStatementOptions {
  * placeholders; a call only fills in its values and runs a named prepared statement, parsed once
  * per connection and planned from the server's plan cache, so neither drizzle nor the server
  * builds the statement again (a webhook event's statement took ~7 % of its CPU to build).
- * Elsewhere (PGlite, a transaction) it is composed with the values each call. One round trip
- * either way. A value missing from `values` throws rather than binding NULL.
+ * Elsewhere (PGlite, a transaction) it is composed with the values each call (on PGlite, outside a
+ * transaction, its text is then parsed and planned once: pglite-named.ts). One round trip either
+ * way. A value missing from `values` throws rather than binding NULL.
  */
 function valueOf(values: Readonly<Record<string, StatementValue>>, name: string): StatementValue {
   if (!(name in values)) throw new Error(`No value for the statement parameter "${name}"`);

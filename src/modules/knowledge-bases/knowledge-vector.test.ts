@@ -17,6 +17,11 @@ import { EXACT_SCAN_MAX, vectorCandidates, vectorStatement, withVectorPlan } fro
 const t = useTestApp();
 const db = () => t.deps.database.db;
 const DIMS = 3;
+/**
+ * The HNSW cases build an index over 6,000 or 8,000 vectors: ~15 s alone on the embedded profile
+ * of a slow 2-core machine, ~50 s beside the rest of the suite there (past the 30 s default).
+ */
+const HNSW_TEST_TIMEOUT_MS = 120_000;
 
 /** Deterministic small vectors: what matters is the ranking, not the meaning. */
 function vectorFor(i: number): number[] {
@@ -120,7 +125,7 @@ describe.each(vectorIndexStorages)('vector search scoped to a chat, index on %s'
     }
   });
 
-  it(`uses the HNSW index with an iterative scan past ${EXACT_SCAN_MAX} vectors and still returns only the chat's documents`, async () => {
+  it(`uses the HNSW index with an iterative scan past ${EXACT_SCAN_MAX} vectors and still returns only the chat's documents`, { timeout: HNSW_TEST_TIMEOUT_MS }, async () => {
     const queries = [3, 41, 2048, 5000, 7777];
     const w = await world(EXACT_SCAN_MAX + 200, 6000, storage, queries);
     // The document filter is applied during the scan; approximate, but close: recall@10 over the five queries.
@@ -135,7 +140,7 @@ describe.each(vectorIndexStorages)('vector search scoped to a chat, index on %s'
     expect(indexLine).not.toContain('never executed');
   });
 
-  it('still returns a full page of the chat\'s nearest chunks when identical vectors outside the scope wall the query off in the index', async () => {
+  it('still returns a full page of the chat\'s nearest chunks when identical vectors outside the scope wall the query off in the index', { timeout: HNSW_TEST_TIMEOUT_MS }, async () => {
     const queries = [5000, 7777];
     // 400 copies of each query's own vector in another document: the index scan usually ends
     // short, and then the exact ranking answers (without it the page comes back short or empty).
