@@ -7,6 +7,12 @@ const MAX_SEEN = 1024;
 /** SQLSTATE 0A000 "cached plan must not change result type": the schema changed under a named statement. */
 const FEATURE_NOT_SUPPORTED = '0A000';
 
+/** A prepared statement's name and its parameters' type ids. */
+interface Named {
+  name: string;
+  types: number[];
+}
+
 /**
  * Runs PGlite's statements with parameters as named prepared statements, parsed and planned once
  * per text and instance (as node-postgres's named statements are on PostgreSQL). PGlite's own
@@ -22,29 +28,28 @@ const FEATURE_NOT_SUPPORTED = '0A000';
  */
 export function nameStatements(client: PGlite): void {
   const unnamed = client.query.bind(client);
-  const named = new Map<string, { name: string; types: number[] }>();
+  const named = new Map<string, Named>();
   const seen = new Set<string>();
   let counter = 0;
 
-  /** Prepares `text` under a new name; closes `replaced` (a stale name of it), or the oldest when full. */
-  const prepare = async (text: string, replaced?: string) => {
+  /** Prepares `text` under a new name, closing `stale` (an older name of it) or, when full, the oldest. */
+  const prepare = async (text: string, stale?: string) => {
     const name = `pgl_${++counter}`;
     const parts: Uint8Array[] = [];
-    if (replaced) parts.push(protocol.serialize.close({ type: 'S', name: replaced }));
+    if (stale) parts.push(protocol.serialize.close({ type: 'S', name: stale }));
     else if (named.size >= MAX_NAMED) {
-      const [oldest, entry] = named.entries().next().value as [string, { name: string }];
+      const [oldest, entry] = named.entries().next().value as [string, Named];
       named.delete(oldest);
       parts.push(protocol.serialize.close({ type: 'S', name: entry.name }));
     }
     parts.push(protocol.serialize.parse({ name, text }), protocol.serialize.describe({ type: 'S', name }), protocol.serialize.sync());
     const { messages } = await client.execProtocol(Buffer.concat(parts));
-    const entry = { name, types: parse.parseDescribeStatementResults(messages) };
+    const entry: Named = { name, types: parse.parseDescribeStatementResults(messages) };
     named.set(text, entry);
     return entry;
   };
 
-  const run = async <T>(text: string, params: unknown[], options: QueryOptions | undefined, replaced?: string): Promise<Results<T>> => {
-    const entry = (!replaced && named.get(text)) || (await prepare(text, replaced));
+  const run = async <T>(entry: Named, params: unknown[], options: QueryOptions | undefined): Promise<Results<T>> => {
     const values = params.map((param, i) => {
       if (param === null || param === undefined) return null;
       const type = entry.types[i]!;
@@ -71,15 +76,14 @@ export function nameStatements(client: PGlite): void {
     }
     seen.delete(text);
     return client.runExclusive(async () => {
-      const before = named.get(text);
+      const entry = named.get(text) ?? (await prepare(text));
       try {
-        return await run<T>(text, params, options);
+        return await run<T>(entry, params, options);
       } catch (error) {
-        const stale = named.get(text);
-        if ((error as { code?: unknown }).code !== FEATURE_NOT_SUPPORTED || !before || stale !== before) throw error;
+        if ((error as { code?: unknown }).code !== FEATURE_NOT_SUPPORTED) throw error;
         // Prepared before the schema changed ("cached plan must not change result type"): again.
         named.delete(text);
-        return run<T>(text, params, options, stale.name);
+        return run<T>(await prepare(text, entry.name), params, options);
       }
     });
   }) as typeof client.query;
