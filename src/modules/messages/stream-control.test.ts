@@ -36,6 +36,9 @@ describe('stream control', () => {
     await Promise.all([generating.listen(), other.listen()]);
     await other.stop('chat', 'early');
     await new Promise((resolve) => setTimeout(resolve, 10));
+    // The stop's delivery (queued with setImmediate) has happened: on a loaded machine the timer
+    // above can fire first, and a delivery landing during the second run below would stop it.
+    await new Promise((resolve) => setImmediate(resolve));
     expect(await generating.run('chat', 'early', (signal) => untilAborted(signal, 200))).toBe('aborted');
     // Used once: a later stream with the same id runs normally.
     expect(await generating.run('chat', 'early', (signal) => untilAborted(signal, 50))).toBe('timeout');
