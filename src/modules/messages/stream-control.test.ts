@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMemoryPubSub } from '../../platform/pubsub/memory.js';
+import type { PubSub } from '../../platform/pubsub/port.js';
 import { ServiceUnavailableError } from '../../platform/errors.js';
 import { createStreamControl } from './stream-control.js';
 
@@ -36,12 +37,53 @@ describe('stream control', () => {
     await Promise.all([generating.listen(), other.listen()]);
     await other.stop('chat', 'early');
     await new Promise((resolve) => setTimeout(resolve, 10));
-    // The stop's delivery (queued with setImmediate) has happened: on a loaded machine the timer
-    // above can fire first, and a delivery landing during the second run below would stop it.
-    await new Promise((resolve) => setImmediate(resolve));
     expect(await generating.run('chat', 'early', (signal) => untilAborted(signal, 200))).toBe('aborted');
     // Used once: a later stream with the same id runs normally.
     expect(await generating.run('chat', 'early', (signal) => untilAborted(signal, 50))).toBe('timeout');
+  });
+
+  it('a stop delivered late, after its stream honoured the retained copy, does not stop a later stream with the same id', async () => {
+    const bus = createMemoryPubSub({ log });
+    // This process's deliveries are held until released, as a slow subscriber connection holds them.
+    const held: (() => void)[] = [];
+    const slow: PubSub = { ...bus, subscribe: (channel, handler) => bus.subscribe(channel, (message) => void held.push(() => handler(message))) };
+    const generating = createStreamControl({ pubsub: slow, log });
+    const other = createStreamControl({ pubsub: bus, log });
+    await Promise.all([generating.listen(), other.listen()]);
+    await other.stop('chat', 'late');
+    expect(await generating.run('chat', 'late', (signal) => untilAborted(signal, 200))).toBe('aborted');
+    const second = generating.run('chat', 'late', (signal) => untilAborted(signal, 100));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(held).toHaveLength(1);
+    held.splice(0).forEach((deliver) => deliver());
+    expect(await second).toBe('timeout');
+    // A new stop for the reused id still stops it.
+    const third = generating.run('chat', 'late', (signal) => untilAborted(signal, 2000));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await other.stop('chat', 'late');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    held.splice(0).forEach((deliver) => deliver());
+    expect(await third).toBe('aborted');
+  });
+
+  it('a stop honoured while its retained copy is still being cleared does not stop a later stream with the same id', async () => {
+    const bus = createMemoryPubSub({ log });
+    // The clear lands only when released, as a slow Redis round trip does.
+    const clears: (() => void)[] = [];
+    const slowClear: PubSub = {
+      ...bus,
+      clearRetained: (channel, key) => new Promise<void>((resolve) => clears.push(() => void bus.clearRetained(channel, key).then(resolve))),
+    };
+    const generating = createStreamControl({ pubsub: slowClear, log });
+    const other = createStreamControl({ pubsub: bus, log });
+    await Promise.all([generating.listen(), other.listen()]);
+    const first = generating.run('chat', 'slow-clear', (signal) => untilAborted(signal));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await other.stop('chat', 'slow-clear');
+    expect(await first).toBe('aborted');
+    expect(await bus.retained('chat-stream-stop', 'chat:slow-clear')).toBeDefined();
+    expect(await generating.run('chat', 'slow-clear', (signal) => untilAborted(signal, 100))).toBe('timeout');
+    clears.splice(0).forEach((clear) => clear());
   });
 
   it('does not stop a stream of another chat with the same stream id', async () => {

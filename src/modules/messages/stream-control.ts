@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ServiceUnavailableError } from '../../platform/errors.js';
 import { faultLogFields } from '../../platform/faults.js';
@@ -16,6 +17,13 @@ const STOP_TIMEOUT_MS = 1500;
 /** Longest a starting stream waits to learn whether a stop was retained for it; then it streams. */
 const RETAINED_CHECK_TIMEOUT_MS = 500;
 
+/** A stop as published and retained; `stop` names this one stop (absent from older processes). */
+interface StopMessage {
+  chatId: string;
+  streamId: string;
+  stop?: string;
+}
+
 interface ActiveStream {
   controller: AbortController;
   done: Promise<void>;
@@ -33,13 +41,32 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
   // a stop then ends every one of them, and one ending never unregisters another.
   const active = new Map<string, Set<ActiveStream>>();
   /**
+   * The stops this process has honoured, by id, with when. One stop reaches a process twice: as
+   * the retained copy (read by a stream starting after it) and as the published message, which
+   * may be delivered later; and its retained copy lives on until the clear below lands. Neither
+   * late copy may stop a later stream that reuses the stream_id, so a stop is honoured once.
+   * Kept as long as a stop is retained (older entries leave first: the map is in insertion order).
+   */
+  const honoured = new Map<string, number>();
+  const wasHonoured = (stop: string | undefined) => stop !== undefined && honoured.has(stop);
+  const rememberHonoured = (stop: string | undefined) => {
+    if (stop === undefined) return;
+    const now = Date.now();
+    for (const [old, at] of honoured) {
+      if (now - at <= EARLY_STOP_TTL_MS) break;
+      honoured.delete(old);
+    }
+    honoured.set(stop, now);
+  };
+  /**
    * Aborts this process's streams with this key because of a stop, and forgets the retained stop:
    * it has been honoured, and a later stream reusing the stream_id must run normally.
    */
-  const stopActive = (id: string) => {
+  const stopActive = (id: string, stop: string | undefined) => {
+    rememberHonoured(stop);
     for (const stream of active.get(id) ?? []) stream.controller.abort();
     void pubsub.clearRetained(STOP_CHANNEL, id).catch((error: unknown) => {
-      // It expires by itself (EARLY_STOP_TTL_MS); until then a reuse of the id would be stopped.
+      // It expires by itself (EARLY_STOP_TTL_MS); until then a reuse of the id in another process would be stopped.
       log.warn({ ...faultLogFields(error), stream: id }, 'could not clear a retained stream stop');
     });
   };
@@ -50,10 +77,10 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
     subscribed ??= pubsub
       .subscribe(STOP_CHANNEL, (message) => {
         try {
-          const { chatId, streamId } = JSON.parse(message) as { chatId: string; streamId: string };
+          const { chatId, streamId, stop } = JSON.parse(message) as StopMessage;
           const id = key(chatId, streamId);
           // Not running here: it may run in another process, or start later (the stop is retained).
-          if (active.has(id)) stopActive(id);
+          if (active.has(id) && !wasHonoured(stop)) stopActive(id, stop);
         } catch (error) {
           log.warn({ err: error }, 'ignoring a malformed stop message');
         }
@@ -90,8 +117,9 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
         // Registered first, then checked: a stop published from now on is delivered to the
         // subscriber above, one published before is retained. Either way the stream stops.
         try {
-          const stop = await withTimeout(pubsub.retained(STOP_CHANNEL, id), RETAINED_CHECK_TIMEOUT_MS, 'reading a retained stop');
-          if (stop !== undefined && !controller.signal.aborted) stopActive(id);
+          const retained = await withTimeout(pubsub.retained(STOP_CHANNEL, id), RETAINED_CHECK_TIMEOUT_MS, 'reading a retained stop');
+          const stop = retained === undefined ? undefined : retainedStopId(retained);
+          if (retained !== undefined && !wasHonoured(stop) && !controller.signal.aborted) stopActive(id, stop);
         } catch (error) {
           // Redis unreachable: stream anyway (a stop sent meanwhile was refused with 503).
           log.warn({ ...faultLogFields(error), stream: id }, 'could not check for a retained stream stop');
@@ -117,7 +145,7 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
       }
       try {
         await withTimeout(
-          pubsub.publishRetained(STOP_CHANNEL, id, JSON.stringify({ chatId, streamId }), EARLY_STOP_TTL_MS),
+          pubsub.publishRetained(STOP_CHANNEL, id, JSON.stringify({ chatId, streamId, stop: randomUUID() } satisfies StopMessage), EARLY_STOP_TTL_MS),
           STOP_TIMEOUT_MS,
           'recording a stream stop',
         );
@@ -132,6 +160,16 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
       await Promise.all([...active.values()].flatMap((streams) => [...streams].map((stream) => stream.done)));
     },
   };
+}
+
+/** The id of a retained stop; undefined when it has none (an older process's) or is malformed, which still stops. */
+function retainedStopId(message: string): string | undefined {
+  try {
+    const { stop } = JSON.parse(message) as StopMessage;
+    return typeof stop === 'string' ? stop : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export type StreamControl = ReturnType<typeof createStreamControl>;
