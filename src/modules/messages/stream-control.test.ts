@@ -66,7 +66,7 @@ describe('stream control', () => {
     expect(await third).toBe('aborted');
   });
 
-  it('a stop honoured while its retained copy is still being cleared does not stop a later stream with the same id', async () => {
+  it("ends a stopped stream only once the stop's retained copy is cleared, so a stream reusing the id in another process then runs", async () => {
     const bus = createMemoryPubSub({ log });
     // The clear lands only when released, as a slow Redis round trip does.
     const clears: (() => void)[] = [];
@@ -75,15 +75,49 @@ describe('stream control', () => {
       clearRetained: (channel, key) => new Promise<void>((resolve) => clears.push(() => void bus.clearRetained(channel, key).then(resolve))),
     };
     const generating = createStreamControl({ pubsub: slowClear, log });
+    const next = createStreamControl({ pubsub: bus, log });
     const other = createStreamControl({ pubsub: bus, log });
-    await Promise.all([generating.listen(), other.listen()]);
-    const first = generating.run('chat', 'slow-clear', (signal) => untilAborted(signal));
+    await Promise.all([generating.listen(), next.listen(), other.listen()]);
+    let ended = false;
+    const first = generating.run('chat', 'slow-clear', (signal) => untilAborted(signal)).finally(() => (ended = true));
     await new Promise((resolve) => setTimeout(resolve, 10));
     await other.stop('chat', 'slow-clear');
-    expect(await first).toBe('aborted');
-    expect(await bus.retained('chat-stream-stop', 'chat:slow-clear')).toBeDefined();
-    expect(await generating.run('chat', 'slow-clear', (signal) => untilAborted(signal, 100))).toBe('timeout');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(ended).toBe(false);
+    expect(clears).toHaveLength(1);
     clears.splice(0).forEach((clear) => clear());
+    expect(await first).toBe('aborted');
+    expect(await next.run('chat', 'slow-clear', (signal) => untilAborted(signal, 100))).toBe('timeout');
+  });
+
+  it('a clear that hangs delays a stop by at most half a second', async () => {
+    const bus = createMemoryPubSub({ log });
+    const hangingClear: PubSub = { ...bus, clearRetained: () => new Promise<void>(() => undefined) };
+    const generating = createStreamControl({ pubsub: hangingClear, log });
+    const other = createStreamControl({ pubsub: bus, log });
+    await Promise.all([generating.listen(), other.listen()]);
+    const outcome = generating.run('chat', 'hung', (signal) => untilAborted(signal, 3000));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const stoppedAt = Date.now();
+    await other.stop('chat', 'hung');
+    expect(await outcome).toBe('aborted');
+    expect(Date.now() - stoppedAt).toBeLessThan(1500);
+  });
+
+  it('a stop received by a process running the stream also ends the same id running in another process', async () => {
+    const pubsub = createMemoryPubSub({ log });
+    const here = createStreamControl({ pubsub, log });
+    const there = createStreamControl({ pubsub, log });
+    await Promise.all([here.listen(), there.listen()]);
+    const local = here.run('chat', 'twice', (signal) => untilAborted(signal, 2000));
+    const remote = there.run('chat', 'twice', (signal) => untilAborted(signal, 2000));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await here.stop('chat', 'twice');
+    expect(await local).toBe('aborted');
+    expect(await remote).toBe('aborted');
+    // Not retained: the stop had streams to end, so a later stream with the id runs.
+    expect(await pubsub.retained('chat-stream-stop', 'chat:twice')).toBeUndefined();
+    expect(await there.run('chat', 'twice', (signal) => untilAborted(signal, 50))).toBe('timeout');
   });
 
   it('does not stop a stream of another chat with the same stream id', async () => {

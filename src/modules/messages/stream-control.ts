@@ -59,16 +59,19 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
     honoured.set(stop, now);
   };
   /**
-   * Aborts this process's streams with this key because of a stop, and forgets the retained stop:
-   * it has been honoured, and a later stream reusing the stream_id must run normally.
+   * Ends this process's streams with this key that run now, because of a stop. The stop is
+   * remembered as honoured and its retained copy cleared before they end (waiting at most
+   * RETAINED_CHECK_TIMEOUT_MS): once a stopped stream has ended, no copy of its stop is left to end
+   * a later stream reusing the stream_id, in this process or another.
    */
-  const stopActive = (id: string, stop: string | undefined) => {
+  const stopActive = async (id: string, stop: string | undefined) => {
     rememberHonoured(stop);
-    for (const stream of active.get(id) ?? []) stream.controller.abort();
-    void pubsub.clearRetained(STOP_CHANNEL, id).catch((error: unknown) => {
-      // It expires by itself (EARLY_STOP_TTL_MS); until then a reuse of the id in another process would be stopped.
+    const targets = [...(active.get(id) ?? [])];
+    await withTimeout(pubsub.clearRetained(STOP_CHANNEL, id), RETAINED_CHECK_TIMEOUT_MS, 'clearing a retained stop').catch((error: unknown) => {
+      // It expires by itself (EARLY_STOP_TTL_MS); until then a reuse of the id would be stopped.
       log.warn({ ...faultLogFields(error), stream: id }, 'could not clear a retained stream stop');
     });
+    for (const stream of targets) stream.controller.abort();
   };
   let subscribed: Promise<unknown> | undefined;
   const key = (chatId: string, streamId: string) => `${chatId}:${streamId}`;
@@ -80,7 +83,7 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
           const { chatId, streamId, stop } = JSON.parse(message) as StopMessage;
           const id = key(chatId, streamId);
           // Not running here: it may run in another process, or start later (the stop is retained).
-          if (active.has(id) && !wasHonoured(stop)) stopActive(id, stop);
+          if (active.has(id) && !wasHonoured(stop)) void stopActive(id, stop);
         } catch (error) {
           log.warn({ err: error }, 'ignoring a malformed stop message');
         }
@@ -119,7 +122,7 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
         try {
           const retained = await withTimeout(pubsub.retained(STOP_CHANNEL, id), RETAINED_CHECK_TIMEOUT_MS, 'reading a retained stop');
           const stop = retained === undefined ? undefined : retainedStopId(retained);
-          if (retained !== undefined && !wasHonoured(stop) && !controller.signal.aborted) stopActive(id, stop);
+          if (retained !== undefined && !wasHonoured(stop) && !controller.signal.aborted) await stopActive(id, stop);
         } catch (error) {
           // Redis unreachable: stream anyway (a stop sent meanwhile was refused with 503).
           log.warn({ ...faultLogFields(error), stream: id }, 'could not check for a retained stream stop');
@@ -133,22 +136,27 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
     },
 
     /**
-     * Asks whichever process runs the stream to stop it, or will run it: the stop is retained for
+     * Asks every process that runs the stream to stop it, or will run it: the stop is retained for
      * EARLY_STOP_TTL_MS. Answers within STOP_TIMEOUT_MS; a stop that cannot be recorded (Redis
-     * unreachable or hung) is a ServiceUnavailableError, so the client knows to retry.
+     * unreachable or hung) is a ServiceUnavailableError, so the client knows to retry. A stream
+     * running in this process ends at once, and the others are told without retaining.
      */
     async stop(chatId: string, streamId: string): Promise<void> {
       const id = key(chatId, streamId);
+      const stop = randomUUID();
+      const message = JSON.stringify({ chatId, streamId, stop } satisfies StopMessage);
       if (active.has(id)) {
+        // Ended here at once. A reused id may also run in another process: tell the others too,
+        // without retaining (this stop has a stream). Its own delivery here is ignored (honoured).
+        rememberHonoured(stop);
         for (const stream of active.get(id) ?? []) stream.controller.abort();
+        await withTimeout(pubsub.publish(STOP_CHANNEL, message), STOP_TIMEOUT_MS, 'publishing a stream stop').catch((error: unknown) => {
+          log.warn({ ...faultLogFields(error), stream: id }, 'could not publish a stream stop to the other processes');
+        });
         return;
       }
       try {
-        await withTimeout(
-          pubsub.publishRetained(STOP_CHANNEL, id, JSON.stringify({ chatId, streamId, stop: randomUUID() } satisfies StopMessage), EARLY_STOP_TTL_MS),
-          STOP_TIMEOUT_MS,
-          'recording a stream stop',
-        );
+        await withTimeout(pubsub.publishRetained(STOP_CHANNEL, id, message, EARLY_STOP_TTL_MS), STOP_TIMEOUT_MS, 'recording a stream stop');
       } catch (error) {
         log.warn({ ...faultLogFields(error), stream: id }, 'could not record a stream stop');
         throw new ServiceUnavailableError();
