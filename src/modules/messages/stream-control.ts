@@ -16,12 +16,24 @@ const EARLY_STOP_TTL_MS = 10_000;
 const STOP_TIMEOUT_MS = 1500;
 /** Longest a starting stream waits to learn whether a stop was retained for it; then it streams. */
 const RETAINED_CHECK_TIMEOUT_MS = 500;
+/**
+ * Longest a stop waits for the pub/sub before its streams end anyway: clearing its retained copy,
+ * or telling the other processes. Until then a stopped stream goes on.
+ */
+const SHARE_TIMEOUT_MS = 500;
+/** Honoured stops remembered at most (the oldest go first), whatever their age. */
+const MAX_HONOURED = 10_000;
 
-/** A stop as published and retained; `stop` names this one stop (absent from older processes). */
+/**
+ * A stop as published and retained. `stopId` names this one stop; `retained` says whether a copy
+ * was kept (false: the stop was taken where the stream ran, and published only for the others).
+ * Both are absent from an older process's messages.
+ */
 interface StopMessage {
   chatId: string;
   streamId: string;
-  stop?: string;
+  stopId?: string;
+  retained?: boolean;
 }
 
 interface ActiveStream {
@@ -43,34 +55,36 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
   /**
    * The stops this process has honoured, by id, with when. One stop reaches a process twice: as
    * the retained copy (read by a stream starting after it) and as the published message, which
-   * may be delivered later; and its retained copy lives on until the clear below lands. Neither
-   * late copy may stop a later stream that reuses the stream_id, so a stop is honoured once.
-   * Kept as long as a stop is retained (older entries leave first: the map is in insertion order).
+   * may be delivered later; and its retained copy lives on until its clear lands. Neither late
+   * copy may end a later stream reusing the stream_id, so a stop is honoured once. Kept as long as
+   * a stop is retained (the map is in insertion order, the oldest first).
    */
   const honoured = new Map<string, number>();
-  const wasHonoured = (stop: string | undefined) => stop !== undefined && honoured.has(stop);
-  const rememberHonoured = (stop: string | undefined) => {
-    if (stop === undefined) return;
-    const now = Date.now();
+  const wasHonoured = (stopId: string | undefined) => stopId !== undefined && honoured.has(stopId);
+  const rememberHonoured = (stopId: string | undefined) => {
+    if (stopId === undefined) return;
+    const now = performance.now();
     for (const [old, at] of honoured) {
-      if (now - at <= EARLY_STOP_TTL_MS) break;
+      if (now - at <= EARLY_STOP_TTL_MS && honoured.size < MAX_HONOURED) break;
       honoured.delete(old);
     }
-    honoured.set(stop, now);
+    honoured.set(stopId, now);
   };
   /**
    * Ends this process's streams with this key that run now, because of a stop. The stop is
-   * remembered as honoured and its retained copy cleared before they end (waiting at most
-   * RETAINED_CHECK_TIMEOUT_MS): once a stopped stream has ended, no copy of its stop is left to end
-   * a later stream reusing the stream_id, in this process or another.
+   * remembered as honoured and, when it was retained, its copy cleared before they end (waiting at
+   * most SHARE_TIMEOUT_MS): once a stopped stream has ended, no retained copy of its stop is left
+   * to end a later stream reusing the stream_id, in this process or another.
    */
-  const stopActive = async (id: string, stop: string | undefined) => {
-    rememberHonoured(stop);
+  const stopActive = async (id: string, stopId: string | undefined, retained: boolean) => {
+    rememberHonoured(stopId);
     const targets = [...(active.get(id) ?? [])];
-    await withTimeout(pubsub.clearRetained(STOP_CHANNEL, id), RETAINED_CHECK_TIMEOUT_MS, 'clearing a retained stop').catch((error: unknown) => {
-      // It expires by itself (EARLY_STOP_TTL_MS); until then a reuse of the id would be stopped.
-      log.warn({ ...faultLogFields(error), stream: id }, 'could not clear a retained stream stop');
-    });
+    if (retained) {
+      await withTimeout(pubsub.clearRetained(STOP_CHANNEL, id), SHARE_TIMEOUT_MS, 'clearing a retained stop').catch((error: unknown) => {
+        // It expires by itself (EARLY_STOP_TTL_MS); until then a reuse of the id would be stopped.
+        log.warn({ ...faultLogFields(error), stream: id }, 'could not clear a retained stream stop');
+      });
+    }
     for (const stream of targets) stream.controller.abort();
   };
   let subscribed: Promise<unknown> | undefined;
@@ -79,14 +93,15 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
   function listen() {
     subscribed ??= pubsub
       .subscribe(STOP_CHANNEL, (message) => {
-        try {
-          const { chatId, streamId, stop } = JSON.parse(message) as StopMessage;
-          const id = key(chatId, streamId);
-          // Not running here: it may run in another process, or start later (the stop is retained).
-          if (active.has(id) && !wasHonoured(stop)) void stopActive(id, stop);
-        } catch (error) {
-          log.warn({ err: error }, 'ignoring a malformed stop message');
+        const { chatId, streamId, stopId, retained } = readStop(message);
+        if (chatId === undefined || streamId === undefined) {
+          log.warn('ignoring a malformed stop message');
+          return;
         }
+        const id = key(chatId, streamId);
+        // Not running here: it may run in another process, or start later (then, if the stop was
+        // retained, its start finds it).
+        if (active.has(id) && !wasHonoured(stopId)) void stopActive(id, stopId, retained);
       })
       .catch((error: unknown) => {
         subscribed = undefined;
@@ -121,8 +136,10 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
         // subscriber above, one published before is retained. Either way the stream stops.
         try {
           const retained = await withTimeout(pubsub.retained(STOP_CHANNEL, id), RETAINED_CHECK_TIMEOUT_MS, 'reading a retained stop');
-          const stop = retained === undefined ? undefined : retainedStopId(retained);
-          if (retained !== undefined && !wasHonoured(stop) && !controller.signal.aborted) await stopActive(id, stop);
+          // Even when this stream was stopped meanwhile (by another stop): the retained one must
+          // still be cleared, or it would end a later stream reusing the id.
+          const { stopId } = retained === undefined ? {} : readStop(retained);
+          if (retained !== undefined && !wasHonoured(stopId)) await stopActive(id, stopId, true);
         } catch (error) {
           // Redis unreachable: stream anyway (a stop sent meanwhile was refused with 503).
           log.warn({ ...faultLogFields(error), stream: id }, 'could not check for a retained stream stop');
@@ -143,18 +160,21 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
      */
     async stop(chatId: string, streamId: string): Promise<void> {
       const id = key(chatId, streamId);
-      const stop = randomUUID();
-      const message = JSON.stringify({ chatId, streamId, stop } satisfies StopMessage);
+      const stopId = randomUUID();
       if (active.has(id)) {
-        // Ended here at once. A reused id may also run in another process: tell the others too,
-        // without retaining (this stop has a stream). Its own delivery here is ignored (honoured).
-        rememberHonoured(stop);
-        for (const stream of active.get(id) ?? []) stream.controller.abort();
-        await withTimeout(pubsub.publish(STOP_CHANNEL, message), STOP_TIMEOUT_MS, 'publishing a stream stop').catch((error: unknown) => {
+        // It runs here. A reused id may also run in another process: tell the others first, so
+        // that no copy of this stop arrives there after the client saw this stream end (waiting
+        // at most SHARE_TIMEOUT_MS), and retain nothing. Its own delivery here is ignored.
+        rememberHonoured(stopId);
+        const targets = [...(active.get(id) ?? [])];
+        const message = JSON.stringify({ chatId, streamId, stopId, retained: false } satisfies StopMessage);
+        await withTimeout(pubsub.publish(STOP_CHANNEL, message), SHARE_TIMEOUT_MS, 'publishing a stream stop').catch((error: unknown) => {
           log.warn({ ...faultLogFields(error), stream: id }, 'could not publish a stream stop to the other processes');
         });
+        for (const stream of targets) stream.controller.abort();
         return;
       }
+      const message = JSON.stringify({ chatId, streamId, stopId, retained: true } satisfies StopMessage);
       try {
         await withTimeout(pubsub.publishRetained(STOP_CHANNEL, id, message, EARLY_STOP_TTL_MS), STOP_TIMEOUT_MS, 'recording a stream stop');
       } catch (error) {
@@ -170,14 +190,20 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
   };
 }
 
-/** The id of a retained stop; undefined when it has none (an older process's) or is malformed, which still stops. */
-function retainedStopId(message: string): string | undefined {
+/**
+ * A stop message's fields, checked. An older process's message has no `stopId` and counts as
+ * retained; a malformed one has no `chatId` or `streamId` (as a retained copy it still stops).
+ */
+function readStop(message: string): { chatId?: string; streamId?: string; stopId?: string; retained: boolean } {
+  let parsed: unknown;
   try {
-    const { stop } = JSON.parse(message) as StopMessage;
-    return typeof stop === 'string' ? stop : undefined;
+    parsed = JSON.parse(message);
   } catch {
-    return undefined;
+    return { retained: true };
   }
+  const fields = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  return { chatId: text(fields.chatId), streamId: text(fields.streamId), stopId: text(fields.stopId), retained: fields.retained !== false };
 }
 
 export type StreamControl = ReturnType<typeof createStreamControl>;
