@@ -177,6 +177,18 @@ describe('stream control when the pub/sub fails', () => {
     expect(await control.run('chat', 'lost', (signal) => untilAborted(signal, 50))).toBe('timeout');
   });
 
+  it('ends a stream running here at once when the pub/sub is down, and answers the stop (it needs nothing recorded)', async () => {
+    const pubsub = createMemoryPubSub({ log });
+    const control = createStreamControl({ pubsub, log });
+    await control.listen();
+    const outcome = control.run('chat', 'local', (signal) => untilAborted(signal, 2000));
+    await vi.waitFor(() => expect(control.isActive('chat', 'local')).toBe(true));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await pubsub.close();
+    await expect(control.stop('chat', 'local')).resolves.toBeUndefined();
+    expect(await outcome).toBe('aborted');
+  });
+
   it('a stop honoured by a running stream clears the retained stop, so the stream id can be reused', async () => {
     const pubsub = createMemoryPubSub({ log });
     const generating = createStreamControl({ pubsub, log });

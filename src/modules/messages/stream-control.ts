@@ -71,22 +71,26 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
     honoured.set(stopId, now);
   };
   /**
-   * Ends this process's streams with this key that run now, because of a stop. The stop is
-   * remembered as honoured and, when it was retained, its copy cleared before they end (waiting at
-   * most SHARE_TIMEOUT_MS): once a stopped stream has ended, no retained copy of its stop is left
-   * to end a later stream reusing the stream_id, in this process or another.
+   * Ends this process's streams with this key that run now, because of a stop: remembered as
+   * honoured, then `first` is done (clearing its retained copy, or telling the other processes;
+   * waiting at most SHARE_TIMEOUT_MS, a failure logged), then they end. So once a stopped stream
+   * has ended, no copy of its stop is left for a later stream reusing the stream_id.
    */
-  const stopActive = async (id: string, stopId: string | undefined, retained: boolean) => {
+  const stopActive = async (id: string, stopId: string | undefined, first?: { run: () => Promise<void>; failure: string }) => {
     rememberHonoured(stopId);
     const targets = [...(active.get(id) ?? [])];
-    if (retained) {
-      await withTimeout(pubsub.clearRetained(STOP_CHANNEL, id), SHARE_TIMEOUT_MS, 'clearing a retained stop').catch((error: unknown) => {
-        // It expires by itself (EARLY_STOP_TTL_MS); until then a reuse of the id would be stopped.
-        log.warn({ ...faultLogFields(error), stream: id }, 'could not clear a retained stream stop');
+    if (first) {
+      await withTimeout(first.run(), SHARE_TIMEOUT_MS, first.failure).catch((error: unknown) => {
+        log.warn({ ...faultLogFields(error), stream: id }, first.failure);
       });
     }
     for (const stream of targets) stream.controller.abort();
   };
+  /** A retained stop's clear (left in place, it expires by itself after EARLY_STOP_TTL_MS). */
+  const clearRetained = (id: string) => ({
+    run: () => pubsub.clearRetained(STOP_CHANNEL, id),
+    failure: 'could not clear a retained stream stop',
+  });
   let subscribed: Promise<unknown> | undefined;
   const key = (chatId: string, streamId: string) => `${chatId}:${streamId}`;
 
@@ -101,7 +105,7 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
         const id = key(chatId, streamId);
         // Not running here: it may run in another process, or start later (then, if the stop was
         // retained, its start finds it).
-        if (active.has(id) && !wasHonoured(stopId)) void stopActive(id, stopId, retained);
+        if (active.has(id) && !wasHonoured(stopId)) void stopActive(id, stopId, retained ? clearRetained(id) : undefined);
       })
       .catch((error: unknown) => {
         subscribed = undefined;
@@ -138,8 +142,10 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
           const retained = await withTimeout(pubsub.retained(STOP_CHANNEL, id), RETAINED_CHECK_TIMEOUT_MS, 'reading a retained stop');
           // Even when this stream was stopped meanwhile (by another stop): the retained one must
           // still be cleared, or it would end a later stream reusing the id.
-          const { stopId } = retained === undefined ? {} : readStop(retained);
-          if (retained !== undefined && !wasHonoured(stopId)) await stopActive(id, stopId, true);
+          if (retained !== undefined) {
+            const { stopId } = readStop(retained);
+            if (!wasHonoured(stopId)) await stopActive(id, stopId, clearRetained(id));
+          }
         } catch (error) {
           // Redis unreachable: stream anyway (a stop sent meanwhile was refused with 503).
           log.warn({ ...faultLogFields(error), stream: id }, 'could not check for a retained stream stop');
@@ -163,15 +169,13 @@ export function createStreamControl({ pubsub, log }: { pubsub: PubSub; log: Logg
       const stopId = randomUUID();
       if (active.has(id)) {
         // It runs here. A reused id may also run in another process: tell the others first, so
-        // that no copy of this stop arrives there after the client saw this stream end (waiting
-        // at most SHARE_TIMEOUT_MS), and retain nothing. Its own delivery here is ignored.
-        rememberHonoured(stopId);
-        const targets = [...(active.get(id) ?? [])];
+        // that no copy of this stop arrives there after the client saw this stream end, and
+        // retain nothing. Its own delivery here is ignored (honoured).
         const message = JSON.stringify({ chatId, streamId, stopId, retained: false } satisfies StopMessage);
-        await withTimeout(pubsub.publish(STOP_CHANNEL, message), SHARE_TIMEOUT_MS, 'publishing a stream stop').catch((error: unknown) => {
-          log.warn({ ...faultLogFields(error), stream: id }, 'could not publish a stream stop to the other processes');
+        await stopActive(id, stopId, {
+          run: () => pubsub.publish(STOP_CHANNEL, message),
+          failure: 'could not publish a stream stop to the other processes',
         });
-        for (const stream of targets) stream.controller.abort();
         return;
       }
       const message = JSON.stringify({ chatId, streamId, stopId, retained: true } satisfies StopMessage);
