@@ -281,8 +281,13 @@ describe('the shared link', () => {
       ['assistant', 'A.'],
     ]);
     const text = res.body;
-    for (const hidden of ['SECRET-PROMPT', '0.77', '424242', ws.id, alice.email, 'system_prompt', 'temperature', 'model_parameters', 'workspace', 'author', 'owner']) {
+    for (const hidden of ['SECRET-PROMPT', ws.id, alice.email, 'system_prompt', 'temperature', 'model_parameters', 'workspace', 'author', 'owner']) {
       expect(text, hidden).not.toContain(hidden);
+    }
+    // The settings' numbers as JSON values, not as digits inside a timestamp or an id
+    // (a created_at of "...:40.776Z" contains "0.77").
+    for (const hidden of [/(?<![\w.-])0\.77(?![\w.])/, /(?<![\w.-])424242(?![\w.])/]) {
+      expect(text, String(hidden)).not.toMatch(hidden);
     }
     expect(text).not.toContain(`"${alice.id}"`);
     expect(Object.keys(body.messages[0]).sort()).toEqual(['content', 'created_at', 'id', 'parent', 'role', 'stopped']);
