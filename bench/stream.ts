@@ -75,6 +75,7 @@ const { values: args } = parseArgs({
     'skip-ttfd': { type: 'boolean', default: false },
     'skip-memory': { type: 'boolean', default: false },
     'cpu-profile': { type: 'string' },
+    'heap-profile': { type: 'string' },
     'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
   },
   allowPositionals: false,
@@ -130,6 +131,29 @@ async function startCpuProfile() {
       writeFileSync(file, JSON.stringify(profile));
       session.disconnect();
       console.log(`(b) CPU profile of the burst written to ${file}`);
+    },
+  };
+}
+
+/**
+ * A sampling heap profile of this process (the app) from now until `stop`: every allocation
+ * sampled, including the objects collected since (what the burst allocates, not what it keeps).
+ */
+async function startHeapProfile() {
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  return {
+    async stop(file: string) {
+      const { profile } = await session.post('HeapProfiler.stopSampling');
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+      console.log(`(b) heap allocation profile of the burst written to ${file}`);
     },
   };
 }
@@ -430,10 +454,12 @@ async function main(): Promise<void> {
         // Sampled so the admission window (known only when the child reports) can be cut out.
         const timeline = startTimeline();
         const profiler = args['cpu-profile'] ? await startCpuProfile() : undefined;
+        const heapProfiler = args['heap-profile'] ? await startHeapProfile() : undefined;
         channel.send({ type: 'open' });
         const { report: opened } = await channel.next('opened', 30 * 60_000);
         const timelineSamples = timeline.stop();
         if (profiler) await profiler.stop(args['cpu-profile']!);
+        if (heapProfiler) await heapProfiler.stop(args['heap-profile']!);
         const rampCpu = process.cpuUsage(cpuAtOpen);
         const admission = admissionWindow(timelineSamples, opened.admissionWindowMs);
         const rampCpuMs = (rampCpu.user + rampCpu.system) / 1000;
