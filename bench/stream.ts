@@ -28,6 +28,7 @@
  * Results are printed and appended to bench/RESULTS.md.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import os from 'node:os';
@@ -41,6 +42,7 @@ import Fastify, { type FastifyReply } from 'fastify';
 import { request } from 'undici';
 import { createOpenAI } from '@ai-sdk/openai';
 import { buildApp } from '../src/app.js';
+import { observeStatements } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
 import { LISTEN_BACKLOG } from '../src/platform/listen.js';
 import { createLogger } from '../src/platform/logger.js';
@@ -113,6 +115,70 @@ async function memory(collect: boolean): Promise<MemorySample> {
   }
   const { rss, heapTotal, heapUsed, external, arrayBuffers } = process.memoryUsage();
   return { rss, heapTotal, heapUsed, external, arrayBuffers };
+}
+
+/** One streamed send's SQL statements: issued before its model call left, and after. */
+interface SendStatements {
+  before: number;
+  after: number;
+}
+
+/**
+ * Counts the statements of each streamed send of (a), split at its model call (issue 14 item 3:
+ * at most 8 before it), in this process: a send starts when the app receives its request
+ * (`http.server.request.start` for a `/messages/stream/` path); its statements count as before
+ * the model call until the call leaves for the fake (`undici:request:create` for the fake's
+ * origin), then as after it, until the next send starts. (a)'s sends run one at a time; the bare
+ * proxy's requests and model calls, the other server here, issue no statements and are skipped.
+ */
+function startSendStatementCount(modelOrigin: string) {
+  const sends: SendStatements[] = [];
+  let current: (SendStatements & { modelCalled: boolean }) | undefined;
+  const onRequest = (message: unknown) => {
+    const url = (message as { request: { url?: string } }).request.url ?? '';
+    if (!url.includes('/messages/stream/')) return;
+    if (current) sends.push({ before: current.before, after: current.after });
+    current = { before: 0, after: 0, modelCalled: false };
+  };
+  const onModelCall = (message: unknown) => {
+    const { origin } = (message as { request: { origin?: string } }).request;
+    if (current && !current.modelCalled && origin === modelOrigin) current.modelCalled = true;
+  };
+  diagnosticsChannel.subscribe('http.server.request.start', onRequest);
+  diagnosticsChannel.subscribe('undici:request:create', onModelCall);
+  const stopObserving = observeStatements(() => {
+    if (!current) return;
+    if (current.modelCalled) current.after++;
+    else current.before++;
+  });
+  return {
+    /** The sends counted; the last one only once its statements after the reply had time to run. */
+    async stop(): Promise<SendStatements[]> {
+      await sleep(500);
+      stopObserving();
+      diagnosticsChannel.unsubscribe('http.server.request.start', onRequest);
+      diagnosticsChannel.unsubscribe('undici:request:create', onModelCall);
+      if (current) sends.push({ before: current.before, after: current.after });
+      current = undefined;
+      return sends;
+    },
+  };
+}
+
+/** "mean m (min a, max b)" of one side of the counted sends. */
+function statementSummary(sends: SendStatements[], side: keyof SendStatements): string {
+  const values = sends.map((send) => send[side]);
+  const mean = values.reduce((sum, value) => sum + value, 0) / Math.max(values.length, 1);
+  return `${fmt(mean, 2)} (min ${Math.min(...values)}, max ${Math.max(...values)})`;
+}
+
+/** The statement line of (a). */
+function statementsLine(sends: SendStatements[]): string {
+  if (!sends.length) return '- SQL statements per send: none counted';
+  return (
+    `- SQL statements per send (${sends.length} sends, counted in the app): before the model call ${statementSummary(sends, 'before')}, ` +
+    `after it ${statementSummary(sends, 'after')}`
+  );
 }
 
 /**
@@ -400,23 +466,31 @@ async function main(): Promise<void> {
     bareProxy = await startBareProxy(fakeEnv.OPENAI_BASE_URL!, fakeEnv.OPENAI_API_KEY!);
     channel.send({ type: 'start', appUrl: `http://127.0.0.1:${address.port}`, bareUrl: bareProxy.url, bareSdkUrl: bareProxy.sdkUrl, options });
 
-    let ttfd: { samples: TtfdSample[]; load: string; cpuMsPerSend: number } | undefined;
+    let ttfd: { samples: TtfdSample[]; load: string; cpuMsPerSend: number; statements: SendStatements[] } | undefined;
     // The planner's statistics as a long-running database has them (autovacuum's ANALYZE): a
     // fresh database's statements are planned, and their plans cached per connection, while its
     // tables are nearly empty, and those plans (sequential scans for every step of a message
     // path) would stay for the whole run. Run after the warm-up and after phase (b)'s set-up.
     const analyze = () => deps!.database.db.execute(sql`ANALYZE`);
     if (!options.skipTtfd) {
+      const modelOrigin = new URL(fakeEnv.OPENAI_BASE_URL!).origin;
+      let counting: ReturnType<typeof startSendStatementCount> | undefined;
       if (options.warmup > 0) {
         await channel.next('warmed', 15 * 60_000);
         await analyze();
+        counting = startSendStatementCount(modelOrigin);
         channel.send({ type: 'analyzed' });
+      } else {
+        counting = startSendStatementCount(modelOrigin);
       }
       const { samples } = await channel.next('ttfd', 15 * 60_000);
       const cpu = process.cpuUsage(cpuAtStart);
       const appCpuMs = (cpu.user + cpu.system) / 1000 - bareProxy.cpuMs();
-      ttfd = { samples, load: loadAverage(), cpuMsPerSend: appCpuMs / (options.sends + options.warmup) };
-      process.stdout.write(`\n${ttfdTable(samples).join('\n')}\n\n- app CPU (user + system) per send, set-up included, the bare proxy's own left out: ${fmt(ttfd.cpuMsPerSend, 2)} ms\n\n`);
+      const statements = await counting.stop();
+      ttfd = { samples, load: loadAverage(), cpuMsPerSend: appCpuMs / (options.sends + options.warmup), statements };
+      process.stdout.write(
+        `\n${ttfdTable(samples).join('\n')}\n\n- app CPU (user + system) per send, set-up included, the bare proxy's own left out: ${fmt(ttfd.cpuMsPerSend, 2)} ms\n${statementsLine(statements)}\n\n`,
+      );
     }
 
     let mem:
@@ -521,6 +595,7 @@ async function main(): Promise<void> {
         ...ttfdTable(ttfd.samples),
         '',
         `- app CPU (user + system) per send, set-up included, the bare proxy's own left out: ${fmt(ttfd.cpuMsPerSend, 2)} ms`,
+        statementsLine(ttfd.statements),
       );
     }
     if (mem) {
