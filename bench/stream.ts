@@ -45,6 +45,7 @@ import { buildApp } from '../src/app.js';
 import { observeStatements } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
 import { LISTEN_BACKLOG } from '../src/platform/listen.js';
+import { currentRequestContext } from '../src/platform/request-context.js';
 import { createLogger } from '../src/platform/logger.js';
 import { streamPlainText } from '../src/modules/agents/model-stream.js';
 import { providerFetch } from '../src/modules/models/provider-fetch.js';
@@ -125,42 +126,41 @@ interface SendStatements {
 
 /**
  * Counts the statements of each streamed send of (a), split at its model call (issue 14 item 3:
- * at most 8 before it), in this process: a send starts when the app receives its request
- * (`http.server.request.start` for a `/messages/stream/` path); its statements count as before
- * the model call until the call leaves for the fake (`undici:request:create` for the fake's
- * origin), then as after it, until the next send starts. (a)'s sends run one at a time; the bare
- * proxy's requests and model calls, the other server here, issue no statements and are skipped.
+ * at most 8 before it), in this process. A statement belongs to the HTTP request whose context
+ * issues it (platform/request-context.ts; background work and job runs, which have no access
+ * cache in theirs, are left out); it counts as before the model call until that request's call
+ * leaves for the fake (undici's `undici:request:create` diagnostics channel, published in the
+ * caller's context), then as after it (the reply, the charge, the chat's activity). The requests
+ * that called the model are the sends; the bare proxy's calls run outside any request context.
  */
 function startSendStatementCount(modelOrigin: string) {
-  const sends: SendStatements[] = [];
-  let current: (SendStatements & { modelCalled: boolean }) | undefined;
-  const onRequest = (message: unknown) => {
-    const url = (message as { request: { url?: string } }).request.url ?? '';
-    if (!url.includes('/messages/stream/')) return;
-    if (current) sends.push({ before: current.before, after: current.after });
-    current = { before: 0, after: 0, modelCalled: false };
+  const requests = new Map<string, SendStatements & { modelCalled: boolean }>();
+  const requestOf = () => {
+    const context = currentRequestContext();
+    if (!context?.accessCache) return undefined;
+    let entry = requests.get(context.requestId);
+    if (!entry) requests.set(context.requestId, (entry = { before: 0, after: 0, modelCalled: false }));
+    return entry;
   };
   const onModelCall = (message: unknown) => {
-    const { origin } = (message as { request: { origin?: string } }).request;
-    if (current && !current.modelCalled && origin === modelOrigin) current.modelCalled = true;
+    if ((message as { request: { origin?: string } }).request.origin !== modelOrigin) return;
+    const entry = requestOf();
+    if (entry) entry.modelCalled = true;
   };
-  diagnosticsChannel.subscribe('http.server.request.start', onRequest);
   diagnosticsChannel.subscribe('undici:request:create', onModelCall);
   const stopObserving = observeStatements(() => {
-    if (!current) return;
-    if (current.modelCalled) current.after++;
-    else current.before++;
+    const entry = requestOf();
+    if (!entry) return;
+    if (entry.modelCalled) entry.after++;
+    else entry.before++;
   });
   return {
-    /** The sends counted; the last one only once its statements after the reply had time to run. */
+    /** The sends counted; the last one's statements after its reply are given time to run. */
     async stop(): Promise<SendStatements[]> {
       await sleep(500);
       stopObserving();
-      diagnosticsChannel.unsubscribe('http.server.request.start', onRequest);
       diagnosticsChannel.unsubscribe('undici:request:create', onModelCall);
-      if (current) sends.push({ before: current.before, after: current.after });
-      current = undefined;
-      return sends;
+      return [...requests.values()].filter((entry) => entry.modelCalled).map(({ before, after }) => ({ before, after }));
     },
   };
 }
