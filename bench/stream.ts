@@ -182,47 +182,51 @@ function statementsLine(sends: SendStatements[]): string {
 }
 
 /**
- * A V8 CPU profile of this process (the app) from now until `stop`, written where `stop` says:
- * (b)'s burst alone, after the warm-up, which `node --cpu-prof` cannot cut out.
+ * A V8 profile of this process (the app) through the inspector, from `begin` until `stop` writes
+ * it where it is told: (b)'s burst alone, after the warm-up, which `node --cpu-prof` cannot cut out.
  */
-async function startCpuProfile() {
+async function startProfile(what: string, begin: (session: Session) => Promise<void>, end: (session: Session) => Promise<object>) {
   const session = new Session();
   session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.setSamplingInterval', { interval: 500 });
-  await session.post('Profiler.start');
+  await begin(session);
   return {
     async stop(file: string) {
-      const { profile } = await session.post('Profiler.stop');
-      writeFileSync(file, JSON.stringify(profile));
+      writeFileSync(file, JSON.stringify(await end(session)));
       session.disconnect();
-      console.log(`(b) CPU profile of the burst written to ${file}`);
+      console.log(`(b) ${what} of the burst written to ${file}`);
     },
   };
 }
 
-/**
- * A sampling heap profile of this process (the app) from now until `stop`: every allocation
- * sampled, including the objects collected since (what the burst allocates, not what it keeps).
- */
-async function startHeapProfile() {
-  const session = new Session();
-  session.connect();
-  await session.post('HeapProfiler.enable');
-  await session.post('HeapProfiler.startSampling', {
-    samplingInterval: 4096,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
-  });
-  return {
-    async stop(file: string) {
-      const { profile } = await session.post('HeapProfiler.stopSampling');
-      writeFileSync(file, JSON.stringify(profile));
-      session.disconnect();
-      console.log(`(b) heap allocation profile of the burst written to ${file}`);
+/** A CPU profile (sampled every 0.5 ms). */
+const startCpuProfile = () =>
+  startProfile(
+    'CPU profile',
+    async (session) => {
+      await session.post('Profiler.enable');
+      await session.post('Profiler.setSamplingInterval', { interval: 500 });
+      await session.post('Profiler.start');
     },
-  };
-}
+    async (session) => (await session.post('Profiler.stop')).profile,
+  );
+
+/**
+ * A sampling heap profile: every allocation sampled, including the objects collected since (what
+ * the burst allocates, not what it keeps).
+ */
+const startHeapProfile = () =>
+  startProfile(
+    'heap allocation profile',
+    async (session) => {
+      await session.post('HeapProfiler.enable');
+      await session.post('HeapProfiler.startSampling', {
+        samplingInterval: 4096,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    },
+    async (session) => (await session.post('HeapProfiler.stopSampling')).profile,
+  );
 
 /** This process's event-loop utilisation and CPU, sampled at `at`. */
 interface TimelineSample {
