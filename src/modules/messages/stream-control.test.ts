@@ -3,9 +3,16 @@ import { describe, expect, it, vi } from 'vitest';
 import { createMemoryPubSub } from '../../platform/pubsub/memory.js';
 import type { PubSub } from '../../platform/pubsub/port.js';
 import { ServiceUnavailableError } from '../../platform/errors.js';
-import { createStreamControl } from './stream-control.js';
+import { createStreamControl, type StreamControl } from './stream-control.js';
 
 const log = pino({ level: 'silent' });
+
+/** One stream control per pub/sub given (a process each), every one listening. */
+async function listening<const Buses extends readonly PubSub[]>(...pubsubs: Buses): Promise<{ [K in keyof Buses]: StreamControl }> {
+  const controls = pubsubs.map((pubsub) => createStreamControl({ pubsub, log }));
+  await Promise.all(controls.map((control) => control.listen()));
+  return controls as { [K in keyof Buses]: StreamControl };
+}
 
 function untilAborted(signal: AbortSignal, timeoutMs = 5000): Promise<'aborted' | 'timeout'> {
   return new Promise((resolve) => {
@@ -21,9 +28,7 @@ function untilAborted(signal: AbortSignal, timeoutMs = 5000): Promise<'aborted' 
 describe('stream control', () => {
   it('stops a running stream from another instance sharing the bus', async () => {
     const pubsub = createMemoryPubSub({ log });
-    const generating = createStreamControl({ pubsub, log });
-    const other = createStreamControl({ pubsub, log });
-    await Promise.all([generating.listen(), other.listen()]);
+    const [generating, other] = await listening(pubsub, pubsub);
     const outcome = generating.run('chat', 's1', (signal) => untilAborted(signal));
     await new Promise((resolve) => setTimeout(resolve, 10));
     await other.stop('chat', 's1');
@@ -32,9 +37,7 @@ describe('stream control', () => {
 
   it('applies a stop that arrived just before its stream started', async () => {
     const pubsub = createMemoryPubSub({ log });
-    const generating = createStreamControl({ pubsub, log });
-    const other = createStreamControl({ pubsub, log });
-    await Promise.all([generating.listen(), other.listen()]);
+    const [generating, other] = await listening(pubsub, pubsub);
     await other.stop('chat', 'early');
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(await generating.run('chat', 'early', (signal) => untilAborted(signal, 200))).toBe('aborted');
@@ -47,9 +50,7 @@ describe('stream control', () => {
     // This process's deliveries are held until released, as a slow subscriber connection holds them.
     const held: (() => void)[] = [];
     const slow: PubSub = { ...bus, subscribe: (channel, handler) => bus.subscribe(channel, (message) => void held.push(() => handler(message))) };
-    const generating = createStreamControl({ pubsub: slow, log });
-    const other = createStreamControl({ pubsub: bus, log });
-    await Promise.all([generating.listen(), other.listen()]);
+    const [generating, other] = await listening(slow, bus);
     await other.stop('chat', 'late');
     await vi.waitFor(() => expect(held).toHaveLength(1));
     expect(await generating.run('chat', 'late', (signal) => untilAborted(signal, 200))).toBe('aborted');
@@ -75,10 +76,7 @@ describe('stream control', () => {
       ...bus,
       clearRetained: (channel, key) => new Promise<void>((resolve) => clears.push(() => void bus.clearRetained(channel, key).then(resolve))),
     };
-    const generating = createStreamControl({ pubsub: slowClear, log });
-    const next = createStreamControl({ pubsub: bus, log });
-    const other = createStreamControl({ pubsub: bus, log });
-    await Promise.all([generating.listen(), next.listen(), other.listen()]);
+    const [generating, next, other] = await listening(slowClear, bus, bus);
     let ended = false;
     const first = generating.run('chat', 'slow-clear', (signal) => untilAborted(signal)).finally(() => (ended = true));
     await vi.waitFor(() => expect(generating.isActive('chat', 'slow-clear')).toBe(true));
@@ -95,9 +93,7 @@ describe('stream control', () => {
   it('a clear that hangs holds a stop back for half a second, then the stream ends anyway', async () => {
     const bus = createMemoryPubSub({ log });
     const hangingClear: PubSub = { ...bus, clearRetained: () => new Promise<void>(() => undefined) };
-    const generating = createStreamControl({ pubsub: hangingClear, log });
-    const other = createStreamControl({ pubsub: bus, log });
-    await Promise.all([generating.listen(), other.listen()]);
+    const [generating, other] = await listening(hangingClear, bus);
     const outcome = generating.run('chat', 'hung', (signal) => untilAborted(signal, 5000));
     await new Promise((resolve) => setTimeout(resolve, 10));
     const stoppedAt = performance.now();
@@ -121,9 +117,7 @@ describe('stream control', () => {
         return new Promise((resolve) => checks.push(() => void bus.retained(channel, key).then(resolve)));
       },
     };
-    const generating = createStreamControl({ pubsub: slowCheck, log });
-    const other = createStreamControl({ pubsub: bus, log });
-    await Promise.all([generating.listen(), other.listen()]);
+    const [generating, other] = await listening(slowCheck, bus);
     // Retained, and delivered here before the stream registers (queued first, so it runs first).
     await other.stop('chat', 'twice-stopped');
     await new Promise((resolve) => setImmediate(resolve));
@@ -139,9 +133,7 @@ describe('stream control', () => {
 
   it('a stop received by a process running the stream also ends the same id running in another process', async () => {
     const pubsub = createMemoryPubSub({ log });
-    const here = createStreamControl({ pubsub, log });
-    const there = createStreamControl({ pubsub, log });
-    await Promise.all([here.listen(), there.listen()]);
+    const [here, there] = await listening(pubsub, pubsub);
     const local = here.run('chat', 'twice', (signal) => untilAborted(signal, 2000));
     const remote = there.run('chat', 'twice', (signal) => untilAborted(signal, 2000));
     await vi.waitFor(() => expect(here.isActive('chat', 'twice') && there.isActive('chat', 'twice')).toBe(true));
@@ -156,8 +148,7 @@ describe('stream control', () => {
 
   it('does not stop a stream of another chat with the same stream id', async () => {
     const pubsub = createMemoryPubSub({ log });
-    const control = createStreamControl({ pubsub, log });
-    await control.listen();
+    const [control] = await listening(pubsub);
     const outcome = control.run('chat-a', 'same', (signal) => untilAborted(signal, 100));
     await control.stop('chat-b', 'same');
     expect(await outcome).toBe('timeout');
@@ -167,8 +158,7 @@ describe('stream control', () => {
 describe('stream control when the pub/sub fails', () => {
   it('refuses a stop it cannot record with a 503, and still runs a stream whose retained check fails', async () => {
     const pubsub = createMemoryPubSub({ log });
-    const control = createStreamControl({ pubsub, log });
-    await control.listen();
+    const [control] = await listening(pubsub);
     // A closed bus fails every call, as an unreachable Redis does.
     await pubsub.close();
     const stop = control.stop('chat', 'lost');
@@ -179,8 +169,7 @@ describe('stream control when the pub/sub fails', () => {
 
   it('ends a stream running here at once when the pub/sub is down, and answers the stop (it needs nothing recorded)', async () => {
     const pubsub = createMemoryPubSub({ log });
-    const control = createStreamControl({ pubsub, log });
-    await control.listen();
+    const [control] = await listening(pubsub);
     const outcome = control.run('chat', 'local', (signal) => untilAborted(signal, 2000));
     await vi.waitFor(() => expect(control.isActive('chat', 'local')).toBe(true));
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -191,9 +180,7 @@ describe('stream control when the pub/sub fails', () => {
 
   it('a stop honoured by a running stream clears the retained stop, so the stream id can be reused', async () => {
     const pubsub = createMemoryPubSub({ log });
-    const generating = createStreamControl({ pubsub, log });
-    const other = createStreamControl({ pubsub, log });
-    await Promise.all([generating.listen(), other.listen()]);
+    const [generating, other] = await listening(pubsub, pubsub);
     const outcome = generating.run('chat', 'reused', (signal) => untilAborted(signal));
     await new Promise((resolve) => setTimeout(resolve, 10));
     await other.stop('chat', 'reused');
