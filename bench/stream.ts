@@ -58,6 +58,7 @@ import {
   loadAverage,
   machine,
   machineLine,
+  mean,
   mib,
   percentile,
   positiveInt,
@@ -168,8 +169,7 @@ function startSendStatementCount(modelOrigin: string) {
 /** "mean m (min a, max b)" of one side of the counted sends. */
 function statementSummary(sends: SendStatements[], side: keyof SendStatements): string {
   const values = sends.map((send) => send[side]);
-  const mean = values.reduce((sum, value) => sum + value, 0) / Math.max(values.length, 1);
-  return `${fmt(mean, 2)} (min ${Math.min(...values)}, max ${Math.max(...values)})`;
+  return `${fmt(mean(values), 2)} (min ${Math.min(...values)}, max ${Math.max(...values)})`;
 }
 
 /** The statement line of (a). */
@@ -407,7 +407,6 @@ function ttfdTable(samples: TtfdSample[]): string[] {
   const overhead = ascending(samples.map((s) => s.service - s.fake));
   const bareOverhead = ascending(samples.map((s) => s.bare - s.fake));
   const done = ascending(samples.map((s) => s.serviceDone));
-  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
   const line = (label: string, values: number[]) =>
     row([label, fmt(percentile(values, 50), 2), fmt(percentile(values, 90), 2), fmt(percentile(values, 99), 2), fmt(mean(values), 2)]);
   return [

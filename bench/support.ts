@@ -110,6 +110,9 @@ export function percentile(sorted: readonly number[], p: number): number {
 
 export const ascending = (values: readonly number[]) => [...values].sort((a, b) => a - b);
 
+/** The arithmetic mean (NaN for none, as `percentile`). */
+export const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+
 /** The median of an ascending array (the mean of the middle two for an even length). */
 export const median = (sorted: readonly number[]) =>
   sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
