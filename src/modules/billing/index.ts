@@ -13,5 +13,7 @@
  */
 export { modelNotInPlan } from './billing.errors.js';
 export { type Admission, type CreditService, type Reservation } from './credit/credit.service.js';
+// The hold as statement text, for a write that must happen only with the credit held (CreditService.admitWith).
+export { holdCtes, type HoldValues } from './credit/credit.repo.js';
 export { type Plan, planIncludesModel, type Plans } from './plan/plans.js';
 export { createPlanModelRules, resolveBillingState } from './plan/billing-state.js';

@@ -30,16 +30,16 @@ describe('a streamed send reads its branch in the statement that stores the user
     // While the send is at the billing gate, another reply to A is saved.
     const db = t.deps.database.db;
     const credit = t.deps.services.credit;
-    const admit = credit.admit.bind(credit);
+    const admitWith = credit.admitWith.bind(credit);
     let late: string | undefined;
-    vi.spyOn(credit, 'admit').mockImplementation(async (...args) => {
+    vi.spyOn(credit, 'admitWith').mockImplementation(async (...args) => {
       await sleep(50);
       const [row] = await db
         .insert(messages)
         .values({ sessionId: w.chat.id, role: 'assistant', content: 'R2 (late)', parentId: a.done.user_message_id as string })
         .returning();
       late = row!.id;
-      return admit(...args);
+      return admitWith(...args);
     });
     const b = await injectStream(t, `${w.base}stream/`, { content: 'Question B' }, w.alice);
     expect(b.res.statusCode).toBe(200);

@@ -1,6 +1,7 @@
 import { and, asc, count, desc, eq, getTableColumns, inArray, type SQL, sql } from 'drizzle-orm';
 import { newId } from '../../db/columns.js';
-import { commitWithoutFlushWait, type DbOrTx, preparedStatement } from '../../db/client.js';
+import { commitWithoutFlushWait, type DbOrTx, preparedStatement, type StatementParam } from '../../db/client.js';
+import { holdCtes, type HoldValues } from '../billing/index.js';
 import { agentTasks, messages } from './messages.table.js';
 
 export type MessageRow = typeof messages.$inferSelect;
@@ -92,21 +93,54 @@ const pathStatement = preparedStatement<{ path: PathMessage[] }>(
 export const findPath = async (db: DbOrTx, messageId: string): Promise<PathMessage[]> => (await pathStatement(db, { messageId }))[0]?.path ?? [];
 
 /**
+ * The CTEs `inserted` (a user message under the chat's newest reply, inserted once per row of
+ * `from`, or once) and `path` (its ancestors). Its commit does not wait for the WAL flush.
+ */
+const userMessageCtes = (p: StatementParam, from?: SQL) => sql`inserted AS (
+      INSERT INTO messages (id, session_id, role, content, author_id, attachments, parent_id)
+      SELECT CASE WHEN ${commitWithoutFlushWait} THEN ${p('id')}::uuid END, ${p('chatId')}::uuid, ${p('role')}, ${p('content')}, ${p('authorId')}::integer, ${p('attachments')}::jsonb,
+        ${newestReplyOf(sql`${p('chatId')}::uuid`)}${from ? sql` FROM ${from}` : sql``}
+      RETURNING ${messageColumnList()}
+    ), ${pathCte(sql`(SELECT parent_id FROM inserted)`, 1)}`;
+
+/**
  * The insert of insertUnderNewestReply and, in the same statement, the inserted message's
- * ancestors (`path`, as JSON). The parent is the newest reply in the
- * statement's own snapshot, so this path is exactly the message's: nothing can land in
- * between (a branch read beside the insert had to be checked against the parent, and was a
- * statement of its own before the model call).
+ * ancestors (`path`, as JSON). The parent is the newest reply in the statement's own snapshot,
+ * so this path is exactly the message's: nothing can land in between (a branch read beside the
+ * insert had to be checked against the parent, and was a statement of its own before the model
+ * call).
  */
 const insertUnderNewestReplyStatement = preparedStatement<Record<string, unknown> & { path: PathMessage[] }>(
-  (p) => sql`WITH RECURSIVE inserted AS (
-      INSERT INTO messages (id, session_id, role, content, author_id, attachments, parent_id)
-      VALUES (CASE WHEN ${commitWithoutFlushWait} THEN ${p('id')}::uuid END, ${p('chatId')}::uuid, ${p('role')}, ${p('content')},
-        ${p('authorId')}::integer, ${p('attachments')}::jsonb, ${newestReplyOf(sql`${p('chatId')}::uuid`)})
-      RETURNING ${messageColumnList()}
-    ), ${pathCte(sql`(SELECT parent_id FROM inserted)`, 1)}
+  (p) => sql`WITH RECURSIVE ${userMessageCtes(p)}
     SELECT ${messageColumnList('inserted.')}, ${pathJson} AS path FROM inserted`,
 );
+
+/**
+ * insertUnderNewestReplyStatement with billing's hold of the turn's credit in the same
+ * statement: the message is inserted only when the credit was held (the hold's CTE
+ * `reservation` has its row), so a refused send leaves nothing, and a send that fails here
+ * holds nothing.
+ */
+const insertHoldingStatement = preparedStatement<Record<string, unknown> & { path: PathMessage[]; hold_id: string }>(
+  (p) => sql`WITH RECURSIVE ${holdCtes(p)}, ${userMessageCtes(p, sql`reservation`)}
+    SELECT reservation.id AS hold_id, ${messageColumnList('inserted.')}, ${pathJson} AS path FROM inserted, reservation`,
+);
+
+export type UserMessageValues = Pick<NewMessage, 'sessionId' | 'role' | 'content' | 'authorId' | 'attachments'>;
+
+const userMessageValues = (values: UserMessageValues) => ({
+  id: newId(),
+  chatId: values.sessionId,
+  role: values.role,
+  content: values.content ?? '',
+  authorId: values.authorId ?? null,
+  attachments: JSON.stringify(values.attachments ?? []),
+});
+
+function storedOf(row: Record<string, unknown> & { path: PathMessage[] }): { message: MessageRow; path: PathMessage[] } {
+  const message = messageOfRaw(row);
+  return { message, path: [...row.path, message] };
+}
 
 /**
  * Inserts a user message under the chat's newest reply (the parent is found in the same
@@ -119,20 +153,19 @@ const insertUnderNewestReplyStatement = preparedStatement<Record<string, unknown
  * error, never having told the client the message was stored; other readers may have listed it
  * meanwhile. The wait was ~0.3 ms of a streamed send's time to first delta here.
  */
-export async function insertUnderNewestReply(
-  db: DbOrTx,
-  values: Pick<NewMessage, 'sessionId' | 'role' | 'content' | 'authorId' | 'attachments'>,
-): Promise<{ message: MessageRow; path: PathMessage[] }> {
-  const [row] = await insertUnderNewestReplyStatement(db, {
-    id: newId(),
-    chatId: values.sessionId,
-    role: values.role,
-    content: values.content ?? '',
-    authorId: values.authorId ?? null,
-    attachments: JSON.stringify(values.attachments ?? []),
-  });
-  const message = messageOfRaw(row!);
-  return { message, path: [...row!.path, message] };
+export async function insertUnderNewestReply(db: DbOrTx, values: UserMessageValues): Promise<{ message: MessageRow; path: PathMessage[] }> {
+  const [row] = await insertUnderNewestReplyStatement(db, userMessageValues(values));
+  return storedOf(row!);
+}
+
+/**
+ * insertUnderNewestReply and billing's hold (`hold`, CreditService.admitWith's values) in one
+ * statement: the message, its path and the hold's id; undefined, with nothing written, when
+ * the hold was refused.
+ */
+export async function insertUnderNewestReplyHolding(db: DbOrTx, hold: HoldValues, values: UserMessageValues) {
+  const [row] = await insertHoldingStatement(db, { ...hold, ...userMessageValues(values) });
+  return row && { holdId: row.hold_id, ...storedOf(row) };
 }
 
 export async function insertMessage(db: DbOrTx, values: NewMessage): Promise<MessageRow> {

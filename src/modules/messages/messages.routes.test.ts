@@ -289,6 +289,25 @@ describe('rule 7: refusals are JSON errors before streaming', () => {
     expect(rows.find((r) => r.id === c.aliceQ)!.content).toBe('Alice asks');
   });
 
+  it('with credit for one turn left, exactly one of 50 parallel sends is answered; the 49 refused store nothing and hold nothing', async () => {
+    const w = await chatWorld(t);
+    // The hold and the user message are one statement: this runs it 50 times against one balance row.
+    await recordUsage(t, w.ws.id, 1 - 0.001);
+    fake.enqueue({ text: 'Only one' });
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => t.post(w.base, { content: `Parallel ${i}` }, w.alice)));
+    const statuses = results.map((r) => r.statusCode);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    const refused = results.filter((r) => r.statusCode !== 201);
+    expect(refused).toHaveLength(49);
+    for (const res of refused) expectJsonError(res, 402, 'credit_exhausted');
+    expect(fake.requests).toHaveLength(1);
+    const rows = await messageRows(t, w.chat.id);
+    expect(rows.map((r) => r.role).sort()).toEqual(['assistant', 'user']);
+    const holds = await t.deps.database.db.select().from(creditReservations).where(eq(creditReservations.workspaceId, w.ws.id));
+    expect(holds).toHaveLength(1);
+    expect(holds[0]!.closedAt).not.toBeNull();
+  });
+
   it('402 model_not_in_plan when the plan no longer includes the chat’s model', async () => {
     const w = await chatWorld(t, {
       ai_model: 'o3',

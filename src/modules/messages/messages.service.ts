@@ -13,13 +13,12 @@ import { throttle } from '../../platform/ratelimit/rates.js';
 import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
 import type { KnowledgeSearch } from '../agents/index.js';
-import type { CreditService, Reservation } from '../billing/index.js';
+import type { CreditService } from '../billing/index.js';
 import { type ChatAccess, loadChat } from '../chats/index.js';
 import { chatErrors } from '../chats/index.js';
 import { findChatById } from '../chats/index.js';
 import { assertWritable } from '../workspaces/index.js';
 import type { MessageAttachment } from './messages.table.js';
-import { buildCallSettings, tokenCost } from '../models/index.js';
 import type { ModelCatalog } from '../models/index.js';
 import type { ModelRegistry } from '../models/index.js';
 import { receiveParts } from './attachments.js';
@@ -33,21 +32,14 @@ import { toMessageOut } from './messages.mapper.js';
 import { GENERIC_MODEL_FAILURE, messageErrors } from './messages.errors.js';
 import type { PreparedTurn, SendOutcome, TurnEventSink } from './turn.js';
 import { createTurnStreamer } from './turn.stream.js';
-import type { BuiltCallSettings, ChatLanguageModel, ChatModel } from '../models/index.js';
-import { createTurnRunner, estimateTokens } from './turn.run.js';
+import { createTurnRunner } from './turn.run.js';
+import { type Admitted, createTurnAdmission } from './turn.admit.js';
 import { createReattach } from './reattach.js';
 
 export { doneEventData, toMessageOut } from './messages.mapper.js';
 export { GENERIC_MODEL_FAILURE, GENERIC_REPLY_FAILURE, isModelFailure, messageErrors, replyFailureDetail } from './messages.errors.js';
 export type { GenerationResult, PreparedTurn, SendOutcome, TurnEventSink, TurnEventStream } from './turn.js';
 
-/** What the billing gate let through for a turn: the model, resolved, with its call settings, and the credit held. */
-interface Admitted {
-  model: ChatModel;
-  languageModel: ChatLanguageModel;
-  call: BuiltCallSettings;
-  reservation: Reservation;
-}
 export interface MessagesServiceDeps {
   db: Db;
   config: Pick<Config, 'THROTTLE_CHAT_MESSAGES'>;
@@ -73,26 +65,7 @@ export interface MessagesServiceDeps {
 export function createMessagesService(deps: MessagesServiceDeps) {
   const { db, config, agentAsync, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, touchChat, jobs, log, metrics } = deps;
   const { runTurn, readHasKnowledge } = createTurnRunner({ db, credit, storage, knowledge, streams, touchChat, log, metrics });
-
-  /**
-   * Phase one's checks for every turn: the per-user throttle, then the billing gate (archived,
-   * plan, credit) on one read of the billing state. The model is resolved (an unconfigured
-   * provider is a JSON error before anything streams) and its call settings built here, once.
-   */
-  async function admitTurn(access: ChatAccess, userId: number, estimateText: string): Promise<Admitted> {
-    await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
-    return admitModelCall(access, estimateText);
-  }
-
-  async function admitModelCall(access: ChatAccess, estimateText: string): Promise<Admitted> {
-    const model = catalog.chatModel(access.chat.aiModel);
-    if (!model) throw chatErrors.unknownModel(access.chat.aiModel);
-    const languageModel = modelRegistry.languageModel(model.id);
-    const call = buildCallSettings(model, { temperature: access.chat.temperature, model_parameters: access.chat.modelParameters });
-    const estimate = tokenCost(model, estimateTokens(estimateText), call.settings.maxOutputTokens);
-    const reservation = await credit.admit({ workspace: access.workspace.workspace, model, estimate });
-    return { model, languageModel, call, reservation };
-  }
+  const { admitTurn, admitModelCall, admitWithUserMessage } = createTurnAdmission({ db, config, catalog, credit, limiter, modelRegistry });
 
   async function loadMessage(access: ChatAccess, messageId: string) {
     const message = isUuid(messageId) ? await repo.findMessage(db, access.chat.id, messageId) : undefined;
@@ -136,10 +109,6 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     }
   }
 
-  /** A new user message under the newest reply, with its path. */
-  const insertUserMessage = (chatId: string, userId: number, content: string, attachments: MessageAttachment[]) => () =>
-    repo.insertUnderNewestReply(db, { sessionId: chatId, role: 'user', content, authorId: userId, attachments });
-
   /**
    * Phase one of a send (JSON or multipart). A multipart send passes every check before a file is
    * stored: its text may come after its files, so the credit held for it is estimated from the
@@ -151,12 +120,12 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     if (!(Symbol.asyncIterator in input)) {
       if (!input.content.trim()) throw messageErrors.emptyMessage();
       await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
-      // Past the throttle, the knowledge read of phase two starts beside the billing gate and the
-      // insert (which returns the message's path); a refusal by the gate leaves it unused.
+      // Past the throttle, the knowledge read of phase two starts beside the statement that holds
+      // the credit and stores the message (with its path); a refusal by the gate leaves it unused.
       const model = catalog.chatModel(access.chat.aiModel);
       const hasKnowledge = model && readHasKnowledge(access.chat, model);
-      const admitted = await admitModelCall(access, input.content);
-      return prepareTurn(access, userId, admitted, insertUserMessage(chatId, userId, input.content, []), input.stream_id, hasKnowledge);
+      const { admitted, stored } = await admitWithUserMessage(access, userId, input.content);
+      return turnOf(access, userId, admitted, stored, input.stream_id, hasKnowledge);
     }
     const admitted = await admitTurn(access, userId, '');
     let attachments: MessageAttachment[] = [];
@@ -171,7 +140,8 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       if (!parsed.success) throw new ValidationError('Invalid input in body.', fieldErrorsOf(parsed.error.issues));
       const body = parsed.data;
       if (!body.content.trim() && attachments.length === 0) throw messageErrors.emptyMessage();
-      return turnOf(access, userId, admitted, await insertUserMessage(chatId, userId, body.content, attachments)(), body.stream_id);
+      const stored = await repo.insertUnderNewestReply(db, { sessionId: chatId, role: 'user', content: body.content, authorId: userId, attachments });
+      return turnOf(access, userId, admitted, stored, body.stream_id);
     } catch (error) {
       // Whatever failed after the gate: the files go and the held credit goes back (once).
       await Promise.allSettled(attachments.map((a) => storage.delete(a.storage_key)));

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { commitWithoutFlushWait, type DbOrTx, preparedStatement, queryRows } from '../../../db/client.js';
+import { commitWithoutFlushWait, type DbOrTx, preparedStatement, queryRows, type StatementParam } from '../../../db/client.js';
 import type { UsageKind } from '../billing.table.js';
 
 /**
@@ -38,11 +38,31 @@ export async function openBalance(tx: DbOrTx, workspaceId: string, periodStart: 
     ON CONFLICT DO NOTHING`);
 }
 
+/** The values of holdCtes' parameters (holdValues makes them). */
+export type HoldValues = {
+  hold_amount: number;
+  hold_workspace: string;
+  hold_period: string;
+  hold_limit: number;
+  hold_expires: string;
+};
+
+export const holdValues = (workspaceId: string, periodStart: Date, amountUsd: number, limitUsd: number, expiresAt: Date): HoldValues => ({
+  hold_amount: amountUsd,
+  hold_workspace: workspaceId,
+  hold_period: periodStart.toISOString(),
+  hold_limit: limitUsd,
+  hold_expires: expiresAt.toISOString(),
+});
+
 /**
- * Holds `amountUsd` of the period's credit, in one statement that checks and reserves: refused
- * (undefined) once the recorded cost plus the credit held reaches `limitUsd`, or when the
- * period's totals are not opened yet. Concurrent calls queue on the balance row only for this
- * statement, and each re-checks the limit against the row as the previous one left it.
+ * Holds `hold_amount` of the period's credit: two CTEs, `held` and `reservation` (the hold's
+ * `id`), that check and reserve in one statement. Refused (no row) once the recorded cost plus
+ * the credit held reaches `hold_limit`, or when the period's totals are not opened yet.
+ * Concurrent calls queue on the balance row only for their statement, and each re-checks the
+ * limit against the row as the previous one left it. A caller whose own write must happen only
+ * with the credit held composes these CTEs into its statement and writes `FROM reservation`
+ * (the streamed send's user message: one statement, so a refused send leaves nothing).
  *
  * Its commit does not wait for the WAL flush (commitWithoutFlushWait): a hold lasts one model
  * call and lapses by itself (RESERVATION_TTL_MS). What a database crash can cost: the holds of
@@ -51,27 +71,23 @@ export async function openBalance(tx: DbOrTx, workspaceId: string, periodStart: 
  * about their cost); each is still charged when it settles, if its turn can save its reply. The
  * ledger (settle) keeps synchronous commits.
  */
-const reserveStatement = preparedStatement<{ id: string }>(
-  (p) => sql`WITH held AS (
-      UPDATE credit_balances SET reserved_usd = reserved_usd + ${p('amount')}::numeric
-      WHERE workspace_id = ${p('workspace')}::uuid AND period_start = ${p('periodStart')}::timestamptz
-        AND used_usd + reserved_usd < ${p('limit')}::numeric
+export const holdCtes = (p: StatementParam) => sql`held AS (
+      UPDATE credit_balances SET reserved_usd = reserved_usd + ${p('hold_amount')}::numeric
+      WHERE workspace_id = ${p('hold_workspace')}::uuid AND period_start = ${p('hold_period')}::timestamptz
+        AND used_usd + reserved_usd < ${p('hold_limit')}::numeric
       RETURNING workspace_id, period_start
-    )
-    INSERT INTO credit_reservations (workspace_id, amount_usd, period_start, expires_at)
-    SELECT workspace_id, ${p('amount')}::numeric, period_start, ${p('expiresAt')}::timestamptz FROM held
-    WHERE ${commitWithoutFlushWait}
-    RETURNING id`,
-);
+    ), reservation AS (
+      INSERT INTO credit_reservations (workspace_id, amount_usd, period_start, expires_at)
+      SELECT workspace_id, ${p('hold_amount')}::numeric, period_start, ${p('hold_expires')}::timestamptz FROM held
+      WHERE ${commitWithoutFlushWait}
+      RETURNING id
+    )`;
 
-export async function reserve(db: DbOrTx, workspaceId: string, periodStart: Date, amountUsd: number, limitUsd: number, expiresAt: Date) {
-  const [row] = await reserveStatement(db, {
-    amount: amountUsd,
-    workspace: workspaceId,
-    periodStart: periodStart.toISOString(),
-    limit: limitUsd,
-    expiresAt: expiresAt.toISOString(),
-  });
+const reserveStatement = preparedStatement<{ id: string }>((p) => sql`WITH ${holdCtes(p)} SELECT id FROM reservation`);
+
+/** The hold of holdCtes alone: its id, or undefined when refused. */
+export async function reserve(db: DbOrTx, hold: HoldValues): Promise<string | undefined> {
+  const [row] = await reserveStatement(db, hold);
   return row?.id;
 }
 

@@ -5,7 +5,7 @@ import { recordUsage, subscribe } from '../../../../test/support/billing.js';
 import { newUser, newWorkspace } from '../../../../test/support/factories.js';
 import { openDatabase, queryRows } from '../../../db/client.js';
 import { creditBalances, creditReservations, creditUsage } from '../billing.table.js';
-import { reserve } from './credit.repo.js';
+import { holdValues, reserve } from './credit.repo.js';
 
 const t = useTestApp();
 const credit = () => t.deps.services.credit;
@@ -93,7 +93,7 @@ describe('a hold (credit_reservations)', () => {
       .where(eq(creditBalances.workspaceId, ws.id));
     const one = await openDatabase({ url: t.database.url, poolSize: 1 });
     try {
-      const id = await reserve(one.db, ws.id, periodStart, 0.01, FREE_CREDIT, new Date(Date.now() + 60_000));
+      const id = await reserve(one.db, holdValues(ws.id, periodStart, 0.01, FREE_CREDIT, new Date(Date.now() + 60_000)));
       expect(id).toEqual(expect.any(String));
       const [held] = await t.deps.database.db.select().from(creditReservations).where(eq(creditReservations.id, id!));
       expect(held).toMatchObject({ workspaceId: ws.id, closedAt: null });

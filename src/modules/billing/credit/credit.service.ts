@@ -185,16 +185,35 @@ export function createCreditService({ db, plans, catalog, log, metrics, billingC
    * reservations.
    */
   async function admit<M extends ModelRef>(request: AdmitRequest<M>): Promise<Reservation & Admission<M>> {
+    const hold = async (values: repo.HoldValues) => {
+      const id = await repo.reserve(db, values);
+      return id === undefined ? undefined : { reservationId: id, result: undefined };
+    };
+    return (await admitWith(request, hold)).reservation;
+  }
+
+  /**
+   * `admit` for a caller with a write that must happen only if the credit is held, in the same
+   * statement: `write` runs its statement composed with the hold's CTEs (`holdCtes`, on
+   * `values`) and answers the hold's id with its own result, or undefined when the hold was
+   * refused (its write then did not happen either). A statement that fails wrote nothing, so
+   * nothing is held. `write` may run twice: again after a refusal that opening the period's
+   * totals or giving back expired reservations may lift.
+   */
+  async function admitWith<M extends ModelRef, R>(
+    request: AdmitRequest<M>,
+    write: (values: repo.HoldValues) => Promise<{ reservationId: string; result: R } | undefined>,
+  ): Promise<{ reservation: Reservation & Admission<M>; result: R }> {
     const { workspaceId, state, model } = await gate(request);
     const estimate = typeof request.estimate === 'function' ? request.estimate(model) : request.estimate;
     const amount = Math.max(0, estimate);
     const limitUsd = state.plan.ai_credit;
-    const hold = () => repo.reserve(db, workspaceId, state.periodStart, amount, limitUsd, new Date(Date.now() + RESERVATION_TTL_MS));
-    let id = await hold();
+    const hold = () => write(repo.holdValues(workspaceId, state.periodStart, amount, limitUsd, new Date(Date.now() + RESERVATION_TTL_MS)));
+    let held = await hold();
     // Refused or not opened yet: open the totals (or give back expired holds) and try once more.
-    if (!id && (await creditLeft(workspaceId, state.periodStart, limitUsd))) id = await hold();
-    if (!id) throw refuse();
-    return { id, workspaceId, amountUsd: amount, plan: state.plan, model };
+    if (!held && (await creditLeft(workspaceId, state.periodStart, limitUsd))) held = await hold();
+    if (!held) throw refuse();
+    return { reservation: { id: held.reservationId, workspaceId, amountUsd: amount, plan: state.plan, model }, result: held.result };
   }
 
   return {
@@ -224,6 +243,7 @@ export function createCreditService({ db, plans, catalog, log, metrics, billingC
     },
 
     admit,
+    admitWith,
 
     /** `admit` without a model: holds `estimateUsd` of the workspace's credit (the ledger's own tests; callers use `admit`). */
     async reserve(workspaceId: string, estimateUsd: number): Promise<Reservation> {
