@@ -170,14 +170,9 @@ function createServices(
   // PGlite (WebAssembly) converts half floats in software: full-precision indexes are faster there.
   const vectorIndexStorage = database.kind === 'pglite' ? 'vector' : 'halfvec';
   const embeddings = createEmbeddingsService({ db, config, credit, modelRegistry, enqueueBackfill: base.enqueueBackfill, log: log.child({ module: 'embeddings' }), metrics, vectorIndexStorage });
+  const knowledgeCache = accessCache.region<boolean>('chat-knowledge');
   const knowledge =
-    overrides.knowledge ?? createKnowledgeSearch({
-      db,
-      embeddings,
-      log: log.child({ module: 'knowledge' }),
-      metrics,
-      reranker: createReranker(config),
-    });
+    overrides.knowledge ?? createKnowledgeSearch({ db, embeddings, log: log.child({ module: 'knowledge' }), metrics, reranker: createReranker(config), knowledgeCache });
   const allowedPrivateHosts = config.URL_FETCH_ALLOWED_PRIVATE_HOSTS;
   const fetcher = overrides.fetcher ?? createSafeFetcher({ allowedPrivateHosts, onRefused: metrics.urlRefused });
   const documents = createDocumentsService({
@@ -221,7 +216,7 @@ function createServices(
   const apiKeys = createApiKeysService({ db, invalidate });
   return {
     documents,
-    knowledgeBases: createKnowledgeBasesService({ db }),
+    knowledgeBases: createKnowledgeBasesService({ db, invalidate }),
     /** The `search_knowledge_base` backend the messages service uses. */
     knowledge,
     embeddings,
@@ -270,6 +265,7 @@ function createServices(
       knowledge,
       streams,
       eventBuffer,
+      chatCache: accessCache.region('chat-access'),
       touchChat: chats.touch,
       jobs,
       log: log.child({ module: 'messages' }),

@@ -4,15 +4,22 @@
  */
 
 const UNIQUE_VIOLATION = '23505';
+const FOREIGN_KEY_VIOLATION = '23503';
 
-/** A unique violation (SQLSTATE 23505), optionally of one named constraint or index. */
-export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+/** An error of SQLSTATE `sqlState` (in the error or its causes), optionally of one named constraint or index. */
+function isViolation(error: unknown, sqlState: string, constraint?: string): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const { code, constraint: name, message } = e as { code?: string; constraint?: string; message?: string };
-    if (code === UNIQUE_VIOLATION) return !constraint || name === constraint || Boolean(message?.includes(constraint));
+    if (code === sqlState) return !constraint || name === constraint || Boolean(message?.includes(constraint));
   }
   return false;
 }
+
+/** A unique violation (SQLSTATE 23505), optionally of one named constraint or index. */
+export const isUniqueViolation = (error: unknown, constraint?: string) => isViolation(error, UNIQUE_VIOLATION, constraint);
+
+/** A foreign key violation (SQLSTATE 23503), optionally of one named constraint: a row referred to is gone. */
+export const isForeignKeyViolation = (error: unknown, constraint?: string) => isViolation(error, FOREIGN_KEY_VIOLATION, constraint);
 
 /** The driver's own message, without the query and parameters drizzle's wrapper adds. */
 export function rootMessage(error: unknown): string {

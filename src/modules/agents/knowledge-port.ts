@@ -17,7 +17,7 @@ export interface KnowledgeHit {
 }
 
 export interface KnowledgeSearch {
-  hasKnowledge(chatId: string): Promise<boolean>;
+  hasKnowledge(chat: { id: string; workspaceId: string }): Promise<boolean>;
   search(input: { workspaceId: string; chatId: string; query: string; limit: number }): Promise<KnowledgeHit[]>;
 }
 

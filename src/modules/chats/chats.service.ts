@@ -63,9 +63,9 @@ export interface ChatsServiceDeps {
 }
 
 export function createChatsService({ db, catalog, credit, messagesOfChat, listCache, invalidate }: ChatsServiceDeps) {
-  /** After a change to the workspace's chats (rows, shares, public state). */
-  const changed = async (workspaceId: string) => {
-    await invalidate?.(accessTags.chatList(workspaceId));
+  /** After a change to the workspace's chats (rows, shares, public state): with `chatId`, that chat's access too. */
+  const changed = async (workspaceId: string, chatId?: string) => {
+    await invalidate?.(accessTags.chatList(workspaceId), ...(chatId ? [accessTags.chat(chatId)] : []));
   };
 
   async function listPage(workspaceId: string, userId: number, page: PageQuery): Promise<PageResult<ChatOut>> {
@@ -143,20 +143,20 @@ export function createChatsService({ db, catalog, credit, messagesOfChat, listCa
       if (input.agent_framework !== undefined) values.agentFramework = input.agent_framework;
       if (input.model_parameters !== undefined) values.modelParameters = input.model_parameters;
       const row = await repo.updateChat(db, chat.id, values);
-      await changed(workspaceId);
+      await changed(workspaceId, chat.id);
       return toChatOut(row);
     },
 
     async delete(userId: number, workspaceId: string, chatId: string): Promise<void> {
       const { chat } = await loadChat(db, workspaceId, chatId, userId, 'manage');
       await repo.deleteChat(db, chat.id);
-      await changed(workspaceId);
+      await changed(workspaceId, chat.id);
     },
 
     async togglePublic(userId: number, workspaceId: string, chatId: string) {
       const { chat } = await loadChat(db, workspaceId, chatId, userId, 'manage');
       const row = await repo.updateChat(db, chat.id, { isPublic: !chat.isPublic });
-      await changed(workspaceId);
+      await changed(workspaceId, chat.id);
       return { is_public: row.isPublic, link_uuid: row.linkUuid };
     },
 
@@ -168,7 +168,7 @@ export function createChatsService({ db, catalog, credit, messagesOfChat, listCa
       if (!(await findWorkspaceWithMembership(db, workspaceId, target.id))) throw chatErrors.shareTargetInvalid();
       const existed = await repo.findShare(db, chat.id, target.id);
       const share = existed ?? (await repo.insertShare(db, chat.id, target.id, userId));
-      if (!existed) await changed(workspaceId);
+      if (!existed) await changed(workspaceId, chat.id);
       return { share: toShareOut(share!), created: !existed };
     },
 
@@ -176,7 +176,7 @@ export function createChatsService({ db, catalog, credit, messagesOfChat, listCa
       const { chat } = await loadChat(db, workspaceId, chatId, userId, 'manage');
       const target = await findUserByEmail(db, email);
       if (!target || !(await repo.deleteShare(db, chat.id, target.id))) throw chatErrors.shareNotFound();
-      await changed(workspaceId);
+      await changed(workspaceId, chat.id);
     },
 
     /** Marks a chat active now (a new reply brings it to the top of everyone's list). */

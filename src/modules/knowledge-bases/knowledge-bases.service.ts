@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client.js';
+import { accessTags, type CacheInvalidator } from '../../platform/cache/shared-cache.js';
 import { isUuid } from '../../platform/ids.js';
 import type { PageQuery, PageResult } from '../../platform/pagination.js';
 import { loadChat } from '../chats/index.js';
@@ -30,7 +31,10 @@ export function toKbOut(row: repo.KbRow, documentCount: number): KbOut {
 
 const viewerOf = (access: WorkspaceAccess) => ({ userId: access.userId, isOwnerOrAdmin: isOwnerOrAdmin(access) });
 
-export function createKnowledgeBasesService({ db }: { db: Db }) {
+export function createKnowledgeBasesService({ db, invalidate }: { db: Db; invalidate?: CacheInvalidator }) {
+  /** After a change of which knowledge bases the workspace's chats have (a turn caches whether its chat has any). */
+  const linksChanged = (workspaceId: string) => invalidate?.(accessTags.chatKnowledge(workspaceId));
+
   /** 403 non-member; 404 unknown or unreadable; 403 when readable but `need` asks for more; 409 archived writes. */
   async function loadKb(userId: number, workspaceId: string, kbId: string, need: Need) {
     const access = await requireMember(db, workspaceId, userId, { write: need !== 'read' });
@@ -97,6 +101,7 @@ export function createKnowledgeBasesService({ db }: { db: Db }) {
     async delete(userId: number, workspaceId: string, kbId: string): Promise<void> {
       const { kb } = await loadKb(userId, workspaceId, kbId, 'manage');
       await repo.deleteKb(db, kb.id);
+      await linksChanged(kb.workspaceId);
     },
 
     /** Links documents the caller can see; linking twice is harmless. */
@@ -163,12 +168,14 @@ export function createKnowledgeBasesService({ db }: { db: Db }) {
       const missing = ids.filter((id) => !readable.has(id));
       if (missing.length) throw kbErrors.unknownKbs(missing);
       await repo.attachToChat(db, chat.id, ids);
+      await linksChanged(chat.workspaceId);
       return Promise.all((await repo.listChatKbs(db, chat.id)).map(withCount));
     },
 
     async detach(userId: number, workspaceId: string, chatId: string, kbIds: string[]): Promise<KbOut[]> {
       const { chat } = await loadChat(db, workspaceId, chatId, userId, 'write');
       await repo.detachFromChat(db, chat.id, [...new Set(kbIds)]);
+      await linksChanged(chat.workspaceId);
       return Promise.all((await repo.listChatKbs(db, chat.id)).map(withCount));
     },
   };

@@ -101,9 +101,9 @@ describe('lexical search (no EMBEDDING_MODEL)', () => {
 
   it('reports whether a chat has knowledge bases attached', async () => {
     const { owner, ws, chat } = await world(t);
-    expect(await t.deps.services.knowledge.hasKnowledge(chat.id)).toBe(true);
+    expect(await t.deps.services.knowledge.hasKnowledge({ id: chat.id, workspaceId: chat.workspace })).toBe(true);
     const other = await t.deps.services.chats.create(owner.id, ws.id, { name: 'Bare', system_prompt: '', agent_framework: 'tools', model_parameters: {} });
-    expect(await t.deps.services.knowledge.hasKnowledge(other.id)).toBe(false);
+    expect(await t.deps.services.knowledge.hasKnowledge({ id: other.id, workspaceId: other.workspace })).toBe(false);
   });
 });
 

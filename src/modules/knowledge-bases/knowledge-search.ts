@@ -5,6 +5,7 @@ import type { KnowledgeHit, KnowledgeSearch } from '../agents/index.js';
 import { KNOWN_CONFIGS, type PageUnit, segmentCjk } from '../documents/index.js';
 import { type EmbeddingsService, type Generation, indexedVectorType } from '../embeddings/index.js';
 import { chatHasKnowledge } from './knowledge-bases.repo.js';
+import { accessTags, type CacheRegion } from '../../platform/cache/shared-cache.js';
 import { type ServiceMetrics, timeModelCall } from '../../platform/metrics.js';
 import { applyRerank, type Reranker } from './reranker.js';
 
@@ -279,8 +280,14 @@ export function createKnowledgeSearch(deps: {
   log: Logger;
   metrics: Pick<ServiceMetrics, 'modelCall'>;
   reranker?: Reranker | null;
+  /**
+   * Whether a chat has knowledge attached, cached per chat and dropped with the workspace's
+   * links (accessTags.chatKnowledge: attach, detach, a knowledge base deleted; src/deps.ts).
+   * Without it every turn reads it (one statement).
+   */
+  knowledgeCache?: CacheRegion<boolean>;
 }): KnowledgeSearch {
-  const { db, embeddings, log, metrics, reranker } = deps;
+  const { db, embeddings, log, metrics, reranker, knowledgeCache } = deps;
 
   async function rerank(query: string, hits: KnowledgeHit[]): Promise<KnowledgeHit[]> {
     if (!reranker || hits.length === 0) return hits;
@@ -298,7 +305,14 @@ export function createKnowledgeSearch(deps: {
   }
 
   return {
-    hasKnowledge: (chatId) => chatHasKnowledge(db, chatId),
+    async hasKnowledge(chat) {
+      if (!knowledgeCache) return chatHasKnowledge(db, chat.id);
+      const found = await knowledgeCache.through(chat.id.toLowerCase(), async () => ({
+        value: await chatHasKnowledge(db, chat.id),
+        tags: [accessTags.chatKnowledge(chat.workspaceId)],
+      }));
+      return found === true;
+    },
     async search({ workspaceId, chatId, query, limit }) {
       const [lexical, vector] = await Promise.all([
         lexicalCandidates(db, chatId, query),

@@ -10,7 +10,7 @@ const hits: KnowledgeHit[] = [
   { chunk_id: 'chunk-9', document_id: 'doc-2', document_name: 'Policy.md', content: 'Carry over up to 5 days.', score: 0.83 },
 ];
 const knowledge: KnowledgeSearch = {
-  hasKnowledge: async (chatId) => withKnowledge.has(chatId),
+  hasKnowledge: async (chat) => withKnowledge.has(chat.id),
   search: async (input) => {
     searches.push(input);
     return hits;

@@ -14,7 +14,8 @@ import type { RateLimiter } from '../../platform/ratelimit/port.js';
 import type { ObjectStorage } from '../../platform/storage/port.js';
 import type { KnowledgeSearch } from '../agents/index.js';
 import type { CreditService } from '../billing/index.js';
-import { type ChatAccess, loadChat } from '../chats/index.js';
+import { type CachedChat, type ChatAccess, type ChatNeed, loadChat } from '../chats/index.js';
+import type { CacheRegion } from '../../platform/cache/shared-cache.js';
 import { chatErrors } from '../chats/index.js';
 import { findChatById } from '../chats/index.js';
 import { assertWritable } from '../workspaces/index.js';
@@ -54,6 +55,11 @@ export interface MessagesServiceDeps {
   streams: StreamControl;
   /** Recent events of streams, for clients that reattach. */
   eventBuffer: EventBuffer;
+  /**
+   * The chats (row and shares) its routes read, cached per chat and caller and dropped by the
+   * chat's changes (chats' loadChat; src/deps.ts). Without it every request reads them.
+   */
+  chatCache?: CacheRegion<CachedChat>;
   /** Marks a chat active after a reply (chats owns its list and the list's cache; src/deps.ts). */
   touchChat: (chat: { id: string; workspaceId: string }) => Promise<void>;
   /** Records the background reply of an agent task in the task's own transaction. */
@@ -63,7 +69,9 @@ export interface MessagesServiceDeps {
 }
 
 export function createMessagesService(deps: MessagesServiceDeps) {
-  const { db, config, agentAsync, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, touchChat, jobs, log, metrics } = deps;
+  const { db, config, agentAsync, catalog, credit, limiter, storage, modelRegistry, knowledge, streams, eventBuffer, chatCache, touchChat, jobs, log, metrics } = deps;
+  /** A chat for a caller, as everywhere (loadChat), through the cache: none of these routes shows the chat's own fields. */
+  const chatFor = (workspaceId: string, chatId: string, userId: number, need: ChatNeed) => loadChat(db, workspaceId, chatId, userId, need, chatCache);
   const { runTurn, readHasKnowledge } = createTurnRunner({ db, credit, storage, knowledge, streams, touchChat, log, metrics });
   const { admitTurn, admitModelCall, admitWithUserMessage } = createTurnAdmission({ db, config, catalog, credit, limiter, modelRegistry });
 
@@ -116,7 +124,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
    * plan the gate read.
    */
   async function prepareSend(userId: number, workspaceId: string, chatId: string, input: SendInput | AsyncIterable<FormPart>) {
-    const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+    const access = await chatFor(workspaceId, chatId, userId, 'write');
     if (!(Symbol.asyncIterator in input)) {
       if (!input.content.trim()) throw messageErrors.emptyMessage();
       await throttle(limiter, 'chat_messages', userId, config.THROTTLE_CHAT_MESSAGES);
@@ -152,7 +160,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
 
   /** Phase one of a regenerate: another reply to a user message, as a new branch. */
   async function prepareRegenerate(userId: number, workspaceId: string, chatId: string, userMessageId: string, streamId?: string) {
-    const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+    const access = await chatFor(workspaceId, chatId, userId, 'write');
     const message = await loadMessage(access, userMessageId);
     if (message.role !== 'user') throw messageErrors.notUserMessage('user_message_id');
     if (!canRegenerate(message, userId, access.chat.ownerId)) throw messageErrors.cannotRegenerate();
@@ -161,7 +169,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
 
   /** Phase one of an edit: the user message changed (author only), to be answered again as a new branch. */
   async function prepareEdit(userId: number, workspaceId: string, chatId: string, messageId: string, content: string, streamId?: string) {
-    const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+    const access = await chatFor(workspaceId, chatId, userId, 'write');
     const message = await loadMessage(access, messageId);
     if (!canEditMessage(message, userId)) {
       throw message.role === 'user' ? messageErrors.notAuthor() : messageErrors.notUserMessage('id');
@@ -195,19 +203,19 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     reattach,
 
     async list(userId: number, workspaceId: string, chatId: string, page: PageQuery): Promise<PageResult<MessageOut>> {
-      const { chat } = await loadChat(db, workspaceId, chatId, userId, 'read');
+      const { chat } = await chatFor(workspaceId, chatId, userId, 'read');
       const { rows, count } = await repo.listMessagesPage(db, chat.id, page.limit, page.offset);
       return { count, results: rows.map(toMessageOut) };
     },
 
     async get(userId: number, workspaceId: string, chatId: string, messageId: string): Promise<MessageOut> {
-      const access = await loadChat(db, workspaceId, chatId, userId, 'read');
+      const access = await chatFor(workspaceId, chatId, userId, 'read');
       return toMessageOut(await loadMessage(access, messageId));
     },
 
     /** Edit without a new reply: the author only. */
     async update(userId: number, workspaceId: string, chatId: string, messageId: string, content: string) {
-      const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+      const access = await chatFor(workspaceId, chatId, userId, 'write');
       const message = await loadMessage(access, messageId);
       if (!canEditMessage(message, userId)) {
         throw message.role === 'user' ? messageErrors.notAuthor() : messageErrors.notUserMessage('id');
@@ -219,7 +227,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
 
     /** Deletes a message and everything below it; attachments leave storage too. */
     async delete(userId: number, workspaceId: string, chatId: string, messageId: string): Promise<void> {
-      const access = await loadChat(db, workspaceId, chatId, userId, 'write');
+      const access = await chatFor(workspaceId, chatId, userId, 'write');
       const message = await loadMessage(access, messageId);
       if (!canDeleteMessage(message, userId, access.chat.ownerId)) throw messageErrors.cannotDelete();
       const removed = (await repo.listMessagesOfChat(db, chatId)).filter((m) => m.attachments.length);
@@ -231,7 +239,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
 
     /** Anyone who can read the chat rates assistant messages; a null rating clears it. */
     async feedback(userId: number, workspaceId: string, chatId: string, messageId: string, rating: 'up' | 'down' | null, reason?: string) {
-      const access = await loadChat(db, workspaceId, chatId, userId, 'read');
+      const access = await chatFor(workspaceId, chatId, userId, 'read');
       // Readers may rate, but a rating is a write: refused while the workspace is archived.
       assertWritable(access.workspace.workspace);
       const message = await loadMessage(access, messageId);
@@ -241,12 +249,12 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     },
 
     async stop(userId: number, workspaceId: string, chatId: string, streamId: string): Promise<void> {
-      const { chat } = await loadChat(db, workspaceId, chatId, userId, 'write');
+      const { chat } = await chatFor(workspaceId, chatId, userId, 'write');
       await streams.stop(chat.id, streamId);
     },
 
     async taskStatus(userId: number, workspaceId: string, chatId: string, taskId: string): Promise<AgentTaskOut> {
-      const { chat } = await loadChat(db, workspaceId, chatId, userId, 'read');
+      const { chat } = await chatFor(workspaceId, chatId, userId, 'read');
       const task = isUuid(taskId) ? await repo.findAgentTask(db, taskId) : undefined;
       if (!task || task.sessionId !== chat.id) throw messageErrors.taskNotFound();
       return { task_id: task.id, status: task.status, message_id: task.messageId, error: task.error };

@@ -72,7 +72,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
   function readHasKnowledge(chat: PreparedTurn['access']['chat'], model: ChatModel): Promise<boolean> {
     const framework = agentFramework(chat.agentFramework);
     const uses = model.supports_tools || !framework.searchesThroughTools;
-    const read = uses ? knowledge.hasKnowledge(chat.id) : Promise.resolve(false);
+    const read = uses ? knowledge.hasKnowledge(chat) : Promise.resolve(false);
     read.catch(() => undefined);
     return read;
   }

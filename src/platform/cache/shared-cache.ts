@@ -212,6 +212,13 @@ export const accessTags = {
   membership: (workspaceId: string, userId: number) => `membership:${workspaceId.toLowerCase()}:${userId}`,
   /** Every member's cached chat list of one workspace (chats.service): any chat, share or activity change. */
   chatList: (workspaceId: string) => `chat-list:${workspaceId.toLowerCase()}`,
+  /**
+   * One chat as a send reads it (row and shares, chats' loadChat with a cache): dropped by every
+   * change of the chat's row or shares, not by its activity (a reply's touch).
+   */
+  chat: (chatId: string) => `chat:${chatId.toLowerCase()}`,
+  /** Whether the chats of one workspace have knowledge attached: any link or knowledge base change. */
+  chatKnowledge: (workspaceId: string) => `chat-knowledge:${workspaceId.toLowerCase()}`,
   /** Every cached billing state (a catalog change, a product's plan or a price, may move any workspace's plan). */
   billing: () => 'billing',
   /** One workspace's cached billing state (an operator's plan override, a subscription event). */
