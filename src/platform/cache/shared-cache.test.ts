@@ -97,6 +97,46 @@ describe('shared cache (in-process bus)', () => {
     await bus.close();
   });
 
+  it('concurrent misses of one key share one load (its answer or its error); a miss after an invalidation starts its own', async () => {
+    const { log } = captureLog();
+    const bus = createMemoryPubSub({ log });
+    const cache = createSharedCache({ pubsub: bus, log, ...settings });
+    await cache.listen();
+    const region = cache.region<string>('r');
+    let release!: () => void;
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    let calls = 0;
+    const load = async () => {
+      const n = ++calls;
+      await slow;
+      return { value: `v${n}`, tags: ['t'] };
+    };
+    const burst = Promise.all(Array.from({ length: 10 }, () => region.through('k', load)));
+    const otherKey = region.through('other', load);
+    expect(calls).toBe(2);
+    // Any invalidation: the load in flight may have read what changed, so a later miss does not join it.
+    await cache.invalidate('unrelated');
+    const afterChange = region.through('k', load);
+    expect(calls).toBe(3);
+    release();
+    expect(await burst).toEqual(Array(10).fill('v1'));
+    expect(await otherKey).toBe('v2');
+    expect(await afterChange).toBe('v3');
+
+    const failing = async () => {
+      calls++;
+      throw new Error('database down');
+    };
+    calls = 0;
+    const failed = await Promise.allSettled(Array.from({ length: 5 }, () => region.through('f', failing)));
+    expect(failed.every((r) => r.status === 'rejected')).toBe(true);
+    expect(calls).toBe(1);
+    await expect(region.through('f', failing)).rejects.toThrow('database down');
+    expect(calls).toBe(2);
+    await cache.close();
+    await bus.close();
+  });
+
   it('an invalidation of other tags during a load does not keep it from being stored', async () => {
     const { log } = captureLog();
     const bus = createMemoryPubSub({ log });

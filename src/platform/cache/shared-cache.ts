@@ -21,7 +21,8 @@ export interface CacheRegion<V> {
   /**
    * The cached value, else `load()`'s (stored unless the cache is off or bypassing, or an
    * invalidation ran while it loaded). `undefined` from the loader (not found, not allowed) is
-   * never stored: negative answers always come from the database.
+   * never stored: negative answers always come from the database. Concurrent misses of one key
+   * share one load (its answer or its error), unless an invalidation came after it began.
    */
   through(key: string, load: () => Promise<Cacheable<V> | undefined>): Promise<V | undefined>;
 }
@@ -68,6 +69,8 @@ export interface SharedCacheOptions {
  */
 export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now }: SharedCacheOptions): SharedCache {
   const regions = new Map<string, TtlCache<unknown>>();
+  // Per region, the loads in flight by key: concurrent misses of one key share one load.
+  const inFlight = new Map<string, Map<string, Promise<unknown>>>();
   // Numbered invalidations: the last clearing, and per tag the last one while any load is in flight.
   let sequence = 0;
   let clearedAt = 0;
@@ -87,12 +90,16 @@ export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now
     clearedAt = sequence;
     invalidatedAt.clear();
     for (const cache of regions.values()) cache.clear();
+    for (const loads of inFlight.values()) loads.clear();
   }
 
   function dropTags(tags: readonly string[]) {
     sequence++;
     for (const tag of tags) invalidatedAt.set(tag, sequence);
     for (const cache of regions.values()) cache.invalidateTags(tags);
+    // A load in flight may have read what just changed (its tags are known only once it ends):
+    // later misses start their own.
+    for (const loads of inFlight.values()) loads.clear();
   }
 
   /** Whether a value loaded since `started` with these tags may be stored. */
@@ -125,6 +132,24 @@ export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now
       let cache = regions.get(name);
       if (!cache) regions.set(name, (cache = createTtlCache<unknown>({ ttlMs, maxEntries, now })));
       const store = cache as TtlCache<V>;
+      let loads = inFlight.get(name) as Map<string, Promise<V | undefined>> | undefined;
+      if (!loads) inFlight.set(name, (loads = new Map()));
+      const pending = loads;
+
+      async function loadAndStore(key: string, load: () => Promise<Cacheable<V> | undefined>): Promise<V | undefined> {
+        const started = sequence;
+        loading++;
+        try {
+          const loaded = await load();
+          if (!loaded) return undefined;
+          if (serving() && unchangedSince(started, loaded.tags)) store.set(key, loaded.value, { tags: loaded.tags, expiresAt: loaded.expiresAt });
+          return loaded.value;
+        } finally {
+          // Nothing in flight can be overtaken any more: the per-tag record may go.
+          if (--loading === 0) invalidatedAt.clear();
+        }
+      }
+
       return {
         async through(key, load) {
           if (!serving()) {
@@ -134,16 +159,15 @@ export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now
           }
           const hit = store.get(key);
           if (hit !== undefined) return hit;
-          const started = sequence;
-          loading++;
+          // A burst of requests for one key (a chat's first sends) waits for one load, not one each.
+          const joined = pending.get(key);
+          if (joined) return joined;
+          const ownLoad = loadAndStore(key, load);
+          pending.set(key, ownLoad);
           try {
-            const loaded = await load();
-            if (!loaded) return undefined;
-            if (serving() && unchangedSince(started, loaded.tags)) store.set(key, loaded.value, { tags: loaded.tags, expiresAt: loaded.expiresAt });
-            return loaded.value;
+            return await ownLoad;
           } finally {
-            // Nothing in flight can be overtaken any more: the per-tag record may go.
-            if (--loading === 0) invalidatedAt.clear();
+            if (pending.get(key) === ownLoad) pending.delete(key);
           }
         },
       };
