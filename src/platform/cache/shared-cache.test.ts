@@ -21,6 +21,17 @@ function counter(value = 'v', tags = ['t']) {
   return loader;
 }
 
+/** A listening cache on an in-process bus, its region `r`, and a gate (`slow`) that loads await until `release()`. */
+async function listeningWithSlowLoad() {
+  const { log } = captureLog();
+  const bus = createMemoryPubSub({ log });
+  const cache = createSharedCache({ pubsub: bus, log, ...settings });
+  await cache.listen();
+  let release!: () => void;
+  const slow = new Promise<void>((resolve) => (release = resolve));
+  return { bus, cache, region: cache.region<string>('r'), slow, release };
+}
+
 describe('ttl cache', () => {
   it('expires entries at their own expiry or the TTL, evicts the least recently used, drops by tag', () => {
     let now = 1000;
@@ -70,13 +81,7 @@ describe('shared cache (in-process bus)', () => {
   });
 
   it('does not store a load that an invalidation overtook, nor a negative answer', async () => {
-    const { log } = captureLog();
-    const bus = createMemoryPubSub({ log });
-    const cache = createSharedCache({ pubsub: bus, log, ...settings });
-    await cache.listen();
-    const region = cache.region<string>('r');
-    let release!: () => void;
-    const slow = new Promise<void>((resolve) => (release = resolve));
+    const { bus, cache, region, slow, release } = await listeningWithSlowLoad();
     const pending = region.through('k', async () => {
       await slow;
       return { value: 'old', tags: ['t'] };
@@ -98,13 +103,7 @@ describe('shared cache (in-process bus)', () => {
   });
 
   it('concurrent misses of one key share one load (its answer or its error); a miss after an invalidation starts its own', async () => {
-    const { log } = captureLog();
-    const bus = createMemoryPubSub({ log });
-    const cache = createSharedCache({ pubsub: bus, log, ...settings });
-    await cache.listen();
-    const region = cache.region<string>('r');
-    let release!: () => void;
-    const slow = new Promise<void>((resolve) => (release = resolve));
+    const { bus, cache, region, slow, release } = await listeningWithSlowLoad();
     let calls = 0;
     const load = async () => {
       const n = ++calls;
@@ -138,13 +137,7 @@ describe('shared cache (in-process bus)', () => {
   });
 
   it('an invalidation of other tags during a load does not keep it from being stored', async () => {
-    const { log } = captureLog();
-    const bus = createMemoryPubSub({ log });
-    const cache = createSharedCache({ pubsub: bus, log, ...settings });
-    await cache.listen();
-    const region = cache.region<string>('r');
-    let release!: () => void;
-    const slow = new Promise<void>((resolve) => (release = resolve));
+    const { bus, cache, region, slow, release } = await listeningWithSlowLoad();
     const pending = region.through('k', async () => {
       await slow;
       return { value: 'kept', tags: ['mine'] };
