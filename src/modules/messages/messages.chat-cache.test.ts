@@ -1,3 +1,5 @@
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../../db/client.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -86,8 +88,38 @@ describe('a send reads its chat from the cache, dropped by every change of the c
     const calls = fake.requests.length;
     expectNotFound(await b.post(`${w.base}stream/`, { content: 'Into the void' }, w.alice));
     expectNotFound(await b.post(w.base, { content: 'Into the void' }, w.alice));
+    // A multipart send stores its file before the message: the file goes again, the hold is given back.
+    const body = new FormData();
+    body.append('content', 'With a file');
+    body.append('files', new Blob(['notes'], { type: 'text/plain' }), 'notes.txt');
+    expectNotFound(await b.request('POST', `${w.base}stream/`, { as: w.alice, body }));
+    const attachments = path.join(b.config.DATA_DIR, 'files', 'workspaces', w.ws.id, 'chats', w.chat.id, 'attachments');
+    const files = existsSync(attachments) ? readdirSync(attachments, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()) : [];
+    expect(files.map((e) => e.name)).toEqual([]);
     expect(fake.requests).toHaveLength(calls);
     expect(await queryRows(a.deps.database.db, sql`SELECT id FROM credit_reservations WHERE closed_at IS NULL`)).toEqual([]);
+  });
+
+  it('a public chat made private on one instance: a member who is not a sharee can no longer read it on the other within a second', async () => {
+    const w = await chatWorld(a, { isPublic: true });
+    expect((await injectStream(a, `${w.base}stream/`, { content: 'Hello' }, w.alice)).res.statusCode).toBe(200);
+    // Carol (a member, not a sharee) reads the public chat's messages on b: cached there.
+    expect((await b.get(w.base, w.carol)).statusCode).toBe(200);
+    const toggled = await a.post(`/api/workspaces/${w.ws.id}/chats/${w.chat.id}/toggle-public/`, {}, w.alice);
+    expect(toggled.json().is_public).toBe(false);
+    expectNotFound(await a.get(w.base, w.carol));
+    await within1s(() => b.get(w.base, w.carol), (res) => res.statusCode === 404);
+  });
+
+  it('a knowledge base deleted on one instance: the other stops offering the search tool within a second', async () => {
+    const w = await chatWorld(a, { agent_framework: 'tools' });
+    const kb = await createKb(a, w.ws.id, w.alice);
+    expect((await a.post(`/api/workspaces/${w.ws.id}/chats/${w.chat.id}/knowledge-bases/attach/`, { knowledge_base_ids: [kb.id] }, w.alice)).statusCode).toBe(200);
+    const offered = async (app: TestApp) => (await injectStream(app, `${w.base}stream/`, { content: 'Ask' }, w.alice), 'tools' in lastModelCall());
+    expect(await offered(b)).toBe(true);
+    expect((await a.delete(`/api/workspaces/${w.ws.id}/knowledge-bases/${kb.id}/`, w.alice)).statusCode).toBe(204);
+    expect(await offered(a)).toBe(false);
+    await within1s(() => offered(b), (tools) => !tools);
   });
 
   it('knowledge attached and detached on one instance: the other offers the search tool within a second, then no longer', async () => {

@@ -1,7 +1,9 @@
 /** The refusals of the messages module and what a failed reply tells the client. */
 import { NotFoundError, PermissionDeniedError, SERVICE_UNAVAILABLE_DETAIL, ServiceUnavailableError, ValidationError } from '../../platform/errors.js';
 import { isDependencyUnavailable } from '../../platform/faults.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
 import { ModelCallError } from '../agents/index.js';
+import { chatErrors } from '../chats/index.js';
 
 export const messageErrors = {
   notFound: () => new NotFoundError('Message not found.'),
@@ -18,6 +20,17 @@ export const messageErrors = {
   taskNotFound: () => new NotFoundError('Task not found.'),
   streamNotFound: () => new NotFoundError('Stream not found.', 'stream_not_found'),
 };
+
+/** The foreign key from a message to its chat (drizzle/0002_chats.sql). */
+const CHAT_OF_MESSAGE = 'messages_session_id_chat_sessions_id_fk';
+
+/**
+ * For a user message's insert: the chat was deleted after it was loaded (from the cache, within
+ * the time an invalidation takes to arrive), which answers as if it had been gone before (404).
+ */
+export function chatGoneAsNotFound(error: unknown): never {
+  throw isForeignKeyViolation(error, CHAT_OF_MESSAGE) ? chatErrors.notFound() : error;
+}
 
 /** Shown to the user when the model fails mid-way; the cause goes to the log only. */
 export const GENERIC_MODEL_FAILURE = ModelCallError.DETAIL;

@@ -292,8 +292,9 @@ describe('rule 7: refusals are JSON errors before streaming', () => {
   it('with credit for one turn left, exactly one of 50 parallel sends is answered; the 49 refused store nothing and hold nothing', async () => {
     const w = await chatWorld(t);
     // The hold and the user message are one statement: this runs it 50 times against one balance row.
+    // The one turn's own charge uses up the rest too, so a send that comes after it has settled is refused as well.
     await recordUsage(t, w.ws.id, 1 - 0.001);
-    fake.enqueue({ text: 'Only one' });
+    fake.enqueue({ text: 'Only one', usage: { inputTokens: 10, outputTokens: 10_000 } });
     const results = await Promise.all(Array.from({ length: 50 }, (_, i) => t.post(w.base, { content: `Parallel ${i}` }, w.alice)));
     const statuses = results.map((r) => r.statusCode);
     expect(statuses.filter((s) => s === 201)).toHaveLength(1);

@@ -30,7 +30,7 @@ import { type AgentTaskOut, type MessageOut, sendBody, type SendInput } from './
 import type { StreamControl } from './stream-control.js';
 import type { EventBuffer } from '../../platform/event-buffer/port.js';
 import { toMessageOut } from './messages.mapper.js';
-import { GENERIC_MODEL_FAILURE, messageErrors } from './messages.errors.js';
+import { chatGoneAsNotFound, GENERIC_MODEL_FAILURE, messageErrors } from './messages.errors.js';
 import type { PreparedTurn, SendOutcome, TurnEventSink } from './turn.js';
 import { createTurnStreamer } from './turn.stream.js';
 import { createTurnRunner } from './turn.run.js';
@@ -107,10 +107,9 @@ export function createMessagesService(deps: MessagesServiceDeps) {
     admitted: Admitted,
     userMessage: () => Promise<StoredMessage>,
     streamId: string | undefined,
-    hasKnowledge?: Promise<boolean>,
   ): Promise<PreparedTurn> {
     try {
-      return turnOf(access, userId, admitted, await userMessage(), streamId, hasKnowledge);
+      return turnOf(access, userId, admitted, await userMessage(), streamId);
     } catch (error) {
       await credit.release(admitted.reservation);
       throw error;
@@ -148,7 +147,7 @@ export function createMessagesService(deps: MessagesServiceDeps) {
       if (!parsed.success) throw new ValidationError('Invalid input in body.', fieldErrorsOf(parsed.error.issues));
       const body = parsed.data;
       if (!body.content.trim() && attachments.length === 0) throw messageErrors.emptyMessage();
-      const stored = await repo.insertUnderNewestReply(db, { sessionId: chatId, role: 'user', content: body.content, authorId: userId, attachments });
+      const stored = await repo.insertUnderNewestReply(db, { sessionId: access.chat.id, role: 'user', content: body.content, authorId: userId, attachments }).catch(chatGoneAsNotFound);
       return turnOf(access, userId, admitted, stored, body.stream_id);
     } catch (error) {
       // Whatever failed after the gate: the files go and the held credit goes back (once).

@@ -6,11 +6,8 @@ import type { CreditService, Reservation } from '../billing/index.js';
 import { type ChatAccess, chatErrors } from '../chats/index.js';
 import { type BuiltCallSettings, buildCallSettings, type ChatLanguageModel, type ChatModel, type ModelCatalog, type ModelRegistry, tokenCost } from '../models/index.js';
 import * as repo from './messages.repo.js';
-import { isForeignKeyViolation } from '../../db/errors.js';
+import { chatGoneAsNotFound } from './messages.errors.js';
 import { estimateTokens } from './turn.run.js';
-
-/** The foreign key from a message to its chat (drizzle/0002_chats.sql). */
-const CHAT_OF_MESSAGE = 'messages_session_id_chat_sessions_id_fk';
 
 /** What the billing gate let through for a turn: the model, resolved, with its call settings, and the credit held. */
 export interface Admitted {
@@ -29,7 +26,7 @@ export interface TurnAdmissionDeps {
   modelRegistry: ModelRegistry;
 }
 
-/** Phase one of a turn past the chat's access: the throttle, the model and the billing gate. */
+/** Phase one of a turn past the chat's access: the model, the billing gate and (admitTurn) the throttle. */
 export function createTurnAdmission({ db, config, catalog, credit, limiter, modelRegistry }: TurnAdmissionDeps) {
   /**
    * Phase one's checks for every turn: the per-user throttle, then the billing gate (archived,
@@ -68,11 +65,7 @@ export function createTurnAdmission({ db, config, catalog, credit, limiter, mode
     const { reservation, result: stored } = await credit.admitWith(
       { workspace: access.workspace.workspace, model: resolved.model, estimate },
       async (hold) => {
-        const row = await repo.insertUnderNewestReplyHolding(db, hold, values).catch((error: unknown) => {
-          // The chat was deleted after it was loaded (from the cache, up to the time an
-          // invalidation takes to arrive): as if it had been gone before.
-          throw isForeignKeyViolation(error, CHAT_OF_MESSAGE) ? chatErrors.notFound() : error;
-        });
+        const row = await repo.insertUnderNewestReplyHolding(db, hold, values).catch(chatGoneAsNotFound);
         return row && { reservationId: row.holdId, result: { message: row.message, path: row.path } };
       },
     );

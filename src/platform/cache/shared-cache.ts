@@ -66,6 +66,8 @@ export interface SharedCacheOptions {
  * change. Every invalidation is numbered and remembered per tag while loads are in flight; a load
  * stores its value only if none of its tags, and no clearing, came after it began. (Per tag, so
  * the constant invalidations of busy chat lists do not keep credentials from being cached.)
+ * Concurrent misses of one key share one load; any invalidation or clearing empties that table
+ * of loads in flight, since a load's tags are known only when it ends.
  */
 export function createSharedCache({ pubsub, log, enabled, ttlMs, maxEntries, now }: SharedCacheOptions): SharedCache {
   const regions = new Map<string, TtlCache<unknown>>();
@@ -241,7 +243,7 @@ export const accessTags = {
    * change of the chat's row or shares, not by its activity (a reply's touch).
    */
   chat: (chatId: string) => `chat:${chatId.toLowerCase()}`,
-  /** Whether the chats of one workspace have knowledge attached: any link or knowledge base change. */
+  /** Whether the chats of one workspace have knowledge attached: dropped by attach, detach and a knowledge base's deletion. */
   chatKnowledge: (workspaceId: string) => `chat-knowledge:${workspaceId.toLowerCase()}`,
   /** Every cached billing state (a catalog change, a product's plan or a price, may move any workspace's plan). */
   billing: () => 'billing',

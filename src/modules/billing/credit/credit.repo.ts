@@ -59,10 +59,13 @@ export const holdValues = (workspaceId: string, periodStart: Date, amountUsd: nu
  * Holds `hold_amount` of the period's credit: two CTEs, `held` and `reservation` (the hold's
  * `id`), that check and reserve in one statement. Refused (no row) once the recorded cost plus
  * the credit held reaches `hold_limit`, or when the period's totals are not opened yet.
- * Concurrent calls queue on the balance row only for their statement, and each re-checks the
- * limit against the row as the previous one left it. A caller whose own write must happen only
- * with the credit held composes these CTEs into its statement and writes `FROM reservation`
- * (the streamed send's user message: one statement, so a refused send leaves nothing).
+ * Concurrent calls queue on the balance row for their statement only (no lock across round
+ * trips), and each re-checks the limit against the row as the previous one left it. A caller
+ * whose own write must happen only with the credit held composes these CTEs into its statement
+ * and writes `FROM reservation` (a JSON send's user message: one statement, so a refused send
+ * leaves nothing). The row stays locked until that whole statement commits, so what it does
+ * besides (the send's message and the read of its branch) is time other holds of the workspace
+ * wait: keep it to single-row writes and index lookups.
  *
  * Its commit does not wait for the WAL flush (commitWithoutFlushWait): a hold lasts one model
  * call and lapses by itself (RESERVATION_TTL_MS). What a database crash can cost: the holds of
