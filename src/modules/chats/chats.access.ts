@@ -8,7 +8,7 @@ import * as repo from './chats.repo.js';
 
 export interface ChatAccess {
   workspace: WorkspaceAccess;
-  chat: repo.ChatRow;
+  chat: Readonly<repo.ChatRow>;
   viewer: ChatViewer;
 }
 
@@ -43,7 +43,7 @@ export async function loadChat(
   const workspace = await requireMember(db, workspaceId, userId);
   const found = !isUuid(chatId) ? undefined : cache ? await cachedChat(cache, db, workspaceId, chatId, userId) : await readChat(db, workspaceId, chatId, userId);
   if (!found) throw chatErrors.notFound();
-  const chat = found.chat as repo.ChatRow;
+  const { chat } = found;
   const viewer = { userId, isSharee: found.isSharee };
   if (!canReadChat(chat, viewer)) throw chatErrors.notFound();
   if (need === 'manage' && !canManageChat(chat, viewer)) throw chatErrors.ownerOnly();
