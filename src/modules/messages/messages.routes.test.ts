@@ -14,8 +14,7 @@ import {
   useChatTestApp,
 } from '../../../test/support/chat.js';
 import { newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
-import { subscriptions } from '../billing/billing.table.js';
-import { creditReservations } from '../billing/billing.table.js';
+import { creditReservations, subscriptions } from '../billing/billing.table.js';
 import { GENERIC_MODEL_FAILURE } from './messages.service.js';
 
 const { t, fake } = useChatTestApp();
@@ -307,6 +306,23 @@ describe('rule 7: refusals are JSON errors before streaming', () => {
     const holds = await t.deps.database.db.select().from(creditReservations).where(eq(creditReservations.workspaceId, w.ws.id));
     expect(holds).toHaveLength(1);
     expect(holds[0]!.closedAt).not.toBeNull();
+  });
+
+  it('a send that only an expired hold (a crashed turn) stands in the way of gives it back, then stores its message once', async () => {
+    const w = await chatWorld(t);
+    await recordUsage(t, w.ws.id, 0.5);
+    const crashed = await t.deps.services.credit.reserve(w.ws.id, 0.5); // the rest of the period's credit
+    await t.deps.database.db.update(creditReservations).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(creditReservations.id, crashed.id));
+    fake.enqueue({ text: 'After the crash' });
+    // The first composed statement is refused and writes nothing; the second, after the give-back, holds and stores.
+    const res = await t.post(w.base, { content: 'Once' }, w.alice);
+    expect(res.statusCode).toBe(201);
+    expect(fake.requests).toHaveLength(1);
+    const rows = await messageRows(t, w.chat.id);
+    expect(rows.filter((r) => r.role === 'user').map((r) => r.content)).toEqual(['Once']);
+    const holds = await t.deps.database.db.select().from(creditReservations).where(eq(creditReservations.workspaceId, w.ws.id));
+    expect(holds).toHaveLength(2);
+    for (const hold of holds) expect(hold.closedAt).not.toBeNull();
   });
 
   it('402 model_not_in_plan when the plan no longer includes the chat’s model', async () => {
