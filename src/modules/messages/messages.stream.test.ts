@@ -4,8 +4,10 @@ import {
   deltaText,
   injectStream,
   ledgerRows,
+  listenUrl,
   messageRows,
   openaiTurns,
+  openHttpStream,
   useChatTestApp,
 } from '../../../test/support/chat.js';
 
@@ -104,6 +106,24 @@ describe('streamed send', () => {
     expect(deltaText(first.events)).toBe('Echo: One');
     const ledger = await ledgerRows(t, w.ws.id);
     expect(ledger.map((row) => row.referenceId).sort()).toEqual([`chat:${first.done.message_id}`, `chat:${second.done.message_id}`].sort());
+  });
+
+  it('sends the event stream’s headers without waiting for the model’s first chunk', async () => {
+    const w = await chatWorld(t);
+    const url = await listenUrl(t.app);
+    let chunkWritten = false;
+    fake.enqueue({ chunks: ['Late', ' answer'], delayMs: 1500, onFirstChunkWritten: () => (chunkWritten = true) });
+
+    const stream = await openHttpStream(url, `${w.base}stream/`, { as: w.alice, body: { content: 'Take your time', stream_id: 'early-headers' } });
+    // The headers are here; the model has (or is about to have) the call and has not written a chunk yet.
+    expect(chunkWritten).toBe(false);
+    expect(stream.status).toBe(200);
+    expect(stream.headers['x-stream-id']).toBe('early-headers');
+    await fake.waitForRequests(1);
+    expect(stream.events()).toEqual([]);
+
+    const events = await stream.waitFor((all) => all.some((e) => e.event === 'done'));
+    expect(deltaText(events)).toBe('Late answer');
   });
 
   it('accepts a stream_id of 64 characters', async () => {
