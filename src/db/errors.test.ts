@@ -31,6 +31,8 @@ describe('PostgreSQL errors as the code reads them', () => {
     expect(isForeignKeyViolation(error)).toBe(true);
     expect(isForeignKeyViolation(error, 'messages_session_id_chat_sessions_id_fk')).toBe(true);
     expect(isForeignKeyViolation(error, 'messages_parent_id_messages_id_fk')).toBe(false);
+    // A name that only begins the violated one is another constraint.
+    expect(isForeignKeyViolation(error, 'messages_session_id')).toBe(false);
     expect(isUniqueViolation(error)).toBe(false);
     // The wrapper's message holds the statement; the root message is the driver's own.
     expect(rootMessage(error)).toMatch(/foreign key constraint/);
@@ -57,8 +59,9 @@ describe('PostgreSQL errors as the code reads them', () => {
       expect(isForeignKeyViolation(value)).toBe(false);
       expect(isUniqueViolation(value)).toBe(false);
     }
-    const cyclic: { message: string; cause?: unknown } = { message: 'loops' };
+    const cyclic = new Error('loops');
     cyclic.cause = cyclic;
     expect(isForeignKeyViolation(cyclic)).toBe(false);
+    expect(rootMessage(cyclic)).toBe('loops');
   });
 });

@@ -5,12 +5,15 @@
 
 const UNIQUE_VIOLATION = '23505';
 const FOREIGN_KEY_VIOLATION = '23503';
+/** How deep a chain of causes is followed (drizzle wraps once; a cycle must not loop). */
+const CAUSE_DEPTH = 5;
 
 /** An error of SQLSTATE `sqlState` (in the error or its causes), optionally of one named constraint or index. */
 function isViolation(error: unknown, sqlState: string, constraint?: string): boolean {
-  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+  for (let e: unknown = error, depth = 0; e && depth < CAUSE_DEPTH; e = (e as { cause?: unknown }).cause, depth++) {
     const { code, constraint: name, message } = e as { code?: string; constraint?: string; message?: string };
-    if (code === sqlState) return !constraint || name === constraint || Boolean(message?.includes(constraint));
+    // PostgreSQL quotes the name in its message: a name that only begins another does not match.
+    if (code === sqlState) return !constraint || name === constraint || Boolean(message?.includes(`"${constraint}"`));
   }
   return false;
 }
@@ -24,6 +27,6 @@ export const isForeignKeyViolation = (error: unknown, constraint?: string) => is
 /** The driver's own message, without the query and parameters drizzle's wrapper adds. */
 export function rootMessage(error: unknown): string {
   let e: unknown = error;
-  while (e && typeof e === 'object' && 'cause' in e && (e as { cause?: unknown }).cause) e = (e as { cause: unknown }).cause;
+  for (let depth = 0; depth < CAUSE_DEPTH && e && typeof e === 'object' && 'cause' in e && (e as { cause?: unknown }).cause; depth++) e = (e as { cause: unknown }).cause;
   return e instanceof Error ? e.message : String(e);
 }

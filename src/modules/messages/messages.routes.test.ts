@@ -14,7 +14,7 @@ import {
   useChatTestApp,
 } from '../../../test/support/chat.js';
 import { newUser, newWorkspace, type TestUser } from '../../../test/support/factories.js';
-import { creditReservations, subscriptions } from '../billing/billing.table.js';
+import { creditBalances, creditReservations, subscriptions } from '../billing/billing.table.js';
 import { GENERIC_MODEL_FAILURE } from './messages.service.js';
 
 const { t, fake } = useChatTestApp();
@@ -312,7 +312,7 @@ describe('rule 7: refusals are JSON errors before streaming', () => {
     const w = await chatWorld(t);
     await recordUsage(t, w.ws.id, 0.5);
     const crashed = await t.deps.services.credit.reserve(w.ws.id, 0.5); // the rest of the period's credit
-    await t.deps.database.db.update(creditReservations).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(creditReservations.id, crashed.id));
+    await t.deps.database.db.update(creditReservations).set({ expiresAt: new Date(Date.now() - 3_600_000) }).where(eq(creditReservations.id, crashed.id));
     fake.enqueue({ text: 'After the crash' });
     // The first composed statement is refused and writes nothing; the second, after the give-back, holds and stores.
     const res = await t.post(w.base, { content: 'Once' }, w.alice);
@@ -323,6 +323,12 @@ describe('rule 7: refusals are JSON errors before streaming', () => {
     const holds = await t.deps.database.db.select().from(creditReservations).where(eq(creditReservations.workspaceId, w.ws.id));
     expect(holds).toHaveLength(2);
     for (const hold of holds) expect(hold.closedAt).not.toBeNull();
+    // Each given back once: nothing stays reserved, and the ledger has the earlier usage and this turn's charge.
+    const [balance] = await t.deps.database.db.select().from(creditBalances).where(eq(creditBalances.workspaceId, w.ws.id));
+    expect(balance!.reservedUsd).toBe(0);
+    const ledger = await ledgerRows(t, w.ws.id);
+    expect(ledger).toHaveLength(2);
+    expect(balance!.usedUsd).toBeCloseTo(ledger.reduce((sum, row) => sum + row.costUsd, 0), 8);
   });
 
   it('402 model_not_in_plan when the plan no longer includes the chat’s model', async () => {

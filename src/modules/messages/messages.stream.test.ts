@@ -112,7 +112,7 @@ describe('streamed send', () => {
     const w = await chatWorld(t);
     const url = await listenUrl(t.app);
     let chunkWritten = false;
-    fake.enqueue({ chunks: ['Late', ' answer'], delayMs: 1500, onFirstChunkWritten: () => (chunkWritten = true) });
+    fake.enqueue({ chunks: ['Late answer'], delayMs: 1500, onFirstChunkWritten: () => (chunkWritten = true) });
 
     const stream = await openHttpStream(url, `${w.base}stream/`, { as: w.alice, body: { content: 'Take your time', stream_id: 'early-headers' } });
     // The headers are here; the model has (or is about to have) the call and has not written a chunk yet.
