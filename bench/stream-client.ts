@@ -18,10 +18,13 @@
  *   child → parent  bareBurst {...}                   every such stream had its first delta and ended
  * Nothing here talks to anything but 127.0.0.1, and every wait is bounded.
  */
+import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { type RecordedRequest, startFakeModelServer } from '../test/support/fake-model-server.js';
+import { BENCH_REPLY_TEXT } from './stream-reply.js';
 
 export interface StreamBenchOptions {
   sends: number;
@@ -36,6 +39,8 @@ export interface StreamBenchOptions {
   maxPending: number;
   skipTtfd: boolean;
   skipMemory: boolean;
+  /** The fake model server in a process of its own, not the clients' (phase (a) only). */
+  fakeApart: boolean;
 }
 
 export interface TtfdSample {
@@ -113,10 +118,7 @@ export type ParentMessage =
   | { type: 'bareBurst'; target: 'bare' | 'sdk' };
 
 /** The reply the fake gives; ~100 words, split into `chunks` deltas. */
-const REPLY_TEXT = Array.from(
-  { length: 20 },
-  (_, i) => `Sentence ${i + 1} of the benchmark reply talks about streaming tokens.`,
-).join(' ');
+const REPLY_TEXT = BENCH_REPLY_TEXT;
 /** User messages starting with this get the slow reply (phase b). */
 const SLOW_PREFIX = 'slow:';
 /** The bare proxy's burst: slow replies too (same first-chunk delay), but of two chunks, so it ends soon. */
@@ -150,9 +152,38 @@ function nextMessage<T extends ParentMessage['type']>(type: T, timeoutMs: number
   });
 }
 
+/**
+ * The fake model server in a process of its own (bench/stream-fake.ts; `--fake-apart <chunks>`,
+ * phase (a) only): its URL and provider env, and how to stop it.
+ */
+async function fakeApart(chunks: string) {
+  const child = fork(fileURLToPath(new URL('./stream-fake.ts', import.meta.url)), [chunks], {
+    execArgv: process.execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const listening = await new Promise<{ url: string; env: Record<string, string> }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the fake model process did not start within 60 s')), 60_000);
+    child.once('message', (message: { url: string; env: Record<string, string> }) => {
+      clearTimeout(timer);
+      resolve(message);
+    });
+    child.once('exit', (code) => reject(new Error(`the fake model process exited (${code})`)));
+  });
+  return {
+    ...listening,
+    requests: [] as RecordedRequest[],
+    close: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.disconnect();
+      await exited;
+    },
+  };
+}
+
 async function main(): Promise<void> {
   let options!: StreamBenchOptions;
-  const fake = await startFakeModelServer({
+  const apartChunks = process.argv.indexOf('--fake-apart');
+  const fake = apartChunks >= 0 ? await fakeApart(process.argv[apartChunks + 1] ?? '20') : await startFakeModelServer({
     defaultReply: (req: RecordedRequest) => {
       const slow = req.lastUserText?.startsWith(SLOW_PREFIX) === true;
       const slowStream = slow ? /stream (\d+)$/.exec(req.lastUserText!)?.[1] : undefined;

@@ -78,6 +78,7 @@ const { values: args } = parseArgs({
     'max-pending': { type: 'string', default: process.env.BENCH_MAX_PENDING ?? '0' },
     'skip-ttfd': { type: 'boolean', default: false },
     'skip-memory': { type: 'boolean', default: false },
+    'fake-apart': { type: 'boolean', default: false },
     'cpu-profile': { type: 'string' },
     'heap-profile': { type: 'string' },
     'no-record': { type: 'boolean', default: process.env.BENCH_NO_RECORD === '1' },
@@ -97,7 +98,10 @@ const options: StreamBenchOptions = {
   maxPending: positiveInt('max-pending', args['max-pending'], 0),
   skipTtfd: args['skip-ttfd'],
   skipMemory: args['skip-memory'],
+  fakeApart: args['fake-apart'],
 };
+// Phase (b) times the fake's own events (a call received, a first chunk written) in the clients' process.
+if (options.fakeApart && !options.skipMemory) throw new Error('--fake-apart measures phase (a) only: give --skip-memory too');
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -437,7 +441,7 @@ function memoryTable(rows: Array<[string, MemorySample]>, perStream: MemorySampl
 async function main(): Promise<void> {
   const loadBefore = loadAverage();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wsai-bench-stream-'));
-  const child = fork(fileURLToPath(new URL('./stream-client.ts', import.meta.url)), [], {
+  const child = fork(fileURLToPath(new URL('./stream-client.ts', import.meta.url)), options.fakeApart ? ['--fake-apart', String(options.chunks)] : [], {
     execArgv: process.execArgv,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -567,7 +571,8 @@ async function main(): Promise<void> {
     const phaseA = options.skipTtfd
       ? '(a) skipped (--skip-ttfd: (b) runs in a fresh process); '
       : `(a) ${options.sends} sequential sends after ${options.warmup} warm-up sends, ${options.turnsPerChat} turns per chat ` +
-        `(a new chat every ${options.turnsPerChat} sends), fake reply of ${options.chunks} chunks without delay; `;
+        `(a new chat every ${options.turnsPerChat} sends), fake reply of ${options.chunks} chunks without delay` +
+        `${options.fakeApart ? ', the fake model server in a process of its own (--fake-apart)' : ''}; `;
     const phaseB = options.skipMemory
       ? '(b) skipped (--skip-memory); '
       : `(b) ${options.streams} concurrent streams over ${options.users * options.chatsPerUser} chats (${options.users} users, ` +

@@ -7,7 +7,7 @@ import type { ServiceMetrics } from '../../platform/metrics.js';
 import { doneEventData } from './messages.mapper.js';
 import { isModelFailure, replyFailureDetail } from './messages.errors.js';
 import { createStreamRecorder, streamBufferKey } from './stream-replay.js';
-import type { GenerationResult, PreparedTurn, TurnEventSink, TurnEventStream } from './turn.js';
+import type { GenerationResult, PreparedTurn, TurnEventSink } from './turn.js';
 
 export interface TurnStreamerDeps {
   runTurn: (turn: PreparedTurn, onEvent: (event: AgentEvent) => void) => Promise<GenerationResult>;
@@ -21,32 +21,16 @@ export interface TurnStreamerDeps {
  * refusal was answered as a JSON error; from here on failures are `error` events. Every event is
  * numbered and buffered, so a client that loses the connection can reattach
  * (GET stream/{stream_id}/); generation goes on whether or not this client stays.
- *
- * The stream's headers go out on the next turn of the event loop, or with the first event if that
- * comes sooner. For a warm JSON send nothing before the provider request waits on I/O, so the
- * request has left by then and the headers are written while the provider works (writing them
- * first put ~0.1 ms in front of every model call: docs/decisions.md); a turn that reads first
- * (a regenerate's branch, attachments, a stop kept in Redis) writes them during that read.
  */
 export function createTurnStreamer({ runTurn, eventBuffer, log, metrics }: TurnStreamerDeps) {
   return async function streamTurn(turn: PreparedTurn, sink: TurnEventSink): Promise<void> {
-    let opened: TurnEventStream | undefined;
-    const openStream = () => (opened ??= sink.open(turn.streamId));
+    const stream = sink.open(turn.streamId);
     const closed = metrics.streamOpened();
     const recorder = createStreamRecorder(eventBuffer, streamBufferKey(turn.access.chat.id, turn.streamId), log);
     const send = (event: string, data: unknown) => {
       const recorded = recorder.record(event, data);
-      openStream().sendEncoded(recorded.event, recorded.data, recorded.id);
+      stream.sendEncoded(recorded.event, recorded.data, recorded.id);
     };
-    // Never throws out of the callback (that would end the process): a failed open is tried
-    // again by the next event or the end, where the request handles it.
-    const opening = setImmediate(() => {
-      try {
-        openStream();
-      } catch (error) {
-        sink.log.error({ err: error }, 'could not open the event stream');
-      }
-    });
     try {
       const result = await runTurn(turn, (event) => {
         if (event.type === 'delta') send('delta', { text: event.text });
@@ -61,18 +45,12 @@ export function createTurnStreamer({ runTurn, eventBuffer, log, metrics }: TurnS
       else if (!isModelFailure(error)) sink.log.error({ err: error }, 'streaming reply failed');
       send('error', { detail });
     } finally {
-      // The turn may end before the scheduled open has run.
-      clearImmediate(opening);
-      try {
-        const stream = openStream();
-        // Closed before we ended it: the client went away (the reply was still generated and saved).
-        if (stream.closed) metrics.clientDisconnected();
-        // The end reaches the buffer before this client sees the stream end.
-        await recorder.flush();
-        stream.end();
-      } finally {
-        closed();
-      }
+      // Closed before we ended it: the client went away (the reply was still generated and saved).
+      if (stream.closed) metrics.clientDisconnected();
+      // The end reaches the buffer before this client sees the stream end.
+      await recorder.flush();
+      stream.end();
+      closed();
     }
   };
 }

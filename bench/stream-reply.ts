@@ -1,0 +1,5 @@
+/** The stream benchmark's fake reply (bench/stream-client.ts, bench/stream-fake.ts): ~100 words, split into chunks by the fake. */
+export const BENCH_REPLY_TEXT = Array.from(
+  { length: 20 },
+  (_, i) => `Sentence ${i + 1} of the benchmark reply talks about streaming tokens.`,
+).join(' ');
