@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { type RecordedRequest, startFakeModelServer } from '../test/support/fake-model-server.js';
-import { BENCH_REPLY_TEXT } from './stream-reply.js';
+import { benchReply } from './stream-reply.js';
 
 export interface StreamBenchOptions {
   sends: number;
@@ -117,8 +117,6 @@ export type ParentMessage =
   | { type: 'sampled' }
   | { type: 'bareBurst'; target: 'bare' | 'sdk' };
 
-/** The reply the fake gives; ~100 words, split into `chunks` deltas. */
-const REPLY_TEXT = BENCH_REPLY_TEXT;
 /** User messages starting with this get the slow reply (phase b). */
 const SLOW_PREFIX = 'slow:';
 /** The bare proxy's burst: slow replies too (same first-chunk delay), but of two chunks, so it ends soon. */
@@ -194,8 +192,8 @@ async function main(): Promise<void> {
       const chunks = req.lastUserText?.startsWith(BARE_BURST_PREFIX) ? 2 : options.chunks;
       const onFirstChunkWritten = () => slowFirstChunkWrittenAt.set(Number(slowStream), performance.now());
       return slow
-        ? { text: REPLY_TEXT, chunks, delayMs: options.chunkDelayMs, onFirstChunkWritten, usage: { inputTokens: 20, outputTokens: 100 } }
-        : { text: REPLY_TEXT, chunks: options.chunks, usage: { inputTokens: 20, outputTokens: 100 } };
+        ? { ...benchReply(chunks), delayMs: options.chunkDelayMs, onFirstChunkWritten }
+        : benchReply(options.chunks);
     },
   });
   // The fake records every request; a long run must not keep 1,000 request bodies around.

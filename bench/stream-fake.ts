@@ -9,11 +9,11 @@
  * disconnects. Argument: the number of chunks of every reply.
  */
 import { startFakeModelServer } from '../test/support/fake-model-server.js';
-import { BENCH_REPLY_TEXT } from './stream-reply.js';
+import { benchReply } from './stream-reply.js';
 
 const chunks = Number(process.argv[2] ?? '20');
 const fake = await startFakeModelServer({
-  defaultReply: () => ({ text: BENCH_REPLY_TEXT, chunks, usage: { inputTokens: 20, outputTokens: 100 } }),
+  defaultReply: () => benchReply(chunks),
 });
 // The fake records every request; a long run must not keep them all.
 const trim = setInterval(() => fake.requests.splice(0, fake.requests.length), 1000);

@@ -5,8 +5,8 @@ import { isForeignKeyViolation, isUniqueViolation, rootMessage } from './errors.
 
 /*
  * The violations as the driver of this profile raises them through drizzle (PostgreSQL's
- * node-postgres or PGlite): the SQLSTATE is on the wrapper's cause, the constraint's name on the
- * driver's error (node-postgres) or only in its message.
+ * node-postgres or PGlite): the SQLSTATE and the constraint's name are on the wrapper's cause, the
+ * driver's error, whose message names the constraint too.
  */
 
 // The worker's shared database: not closed here, other files use it after this one.

@@ -8,9 +8,14 @@ const FOREIGN_KEY_VIOLATION = '23503';
 /** How deep a chain of causes is followed (drizzle wraps once; a cycle must not loop). */
 const CAUSE_DEPTH = 5;
 
+/** The error, then its causes, at most CAUSE_DEPTH of them in all. */
+function* causeChain(error: unknown): Generator<unknown> {
+  for (let e: unknown = error, depth = 0; e && depth < CAUSE_DEPTH; e = (e as { cause?: unknown }).cause, depth++) yield e;
+}
+
 /** An error of SQLSTATE `sqlState` (in the error or its causes), optionally of one named constraint or index. */
 function isViolation(error: unknown, sqlState: string, constraint?: string): boolean {
-  for (let e: unknown = error, depth = 0; e && depth < CAUSE_DEPTH; e = (e as { cause?: unknown }).cause, depth++) {
+  for (const e of causeChain(error)) {
     const { code, constraint: name, message } = e as { code?: string; constraint?: string; message?: string };
     // PostgreSQL quotes the name in its message: a name that only begins another does not match.
     if (code === sqlState) return !constraint || name === constraint || Boolean(message?.includes(`"${constraint}"`));
@@ -26,7 +31,7 @@ export const isForeignKeyViolation = (error: unknown, constraint?: string) => is
 
 /** The driver's own message, without the query and parameters drizzle's wrapper adds. */
 export function rootMessage(error: unknown): string {
-  let e: unknown = error;
-  for (let depth = 0; depth < CAUSE_DEPTH && e && typeof e === 'object' && 'cause' in e && (e as { cause?: unknown }).cause; depth++) e = (e as { cause: unknown }).cause;
-  return e instanceof Error ? e.message : String(e);
+  let root: unknown = error;
+  for (const e of causeChain(error)) root = e;
+  return root instanceof Error ? root.message : String(root);
 }
