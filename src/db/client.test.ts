@@ -120,6 +120,21 @@ describe('preparedStatement', () => {
       await database.close();
     }
   });
+
+  it('takes the values from several records, each name from the first record that has it (both paths)', async () => {
+    const database = await openDatabase(url ? { url, poolSize: 1 } : {});
+    try {
+      const records = [{ n: 1 }, { label: 'first' }, { n: 7, label: 'second' }];
+      expect(await nextOf(database.db, records)).toEqual([expect.objectContaining({ next: 2, label: 'first!' })]);
+      await expect(nextOf(database.db, [{ n: 1 }, {}])).rejects.toThrow('No value for the statement parameter "label"');
+      await database.db.transaction(async (tx) => {
+        expect(await nextOf(tx, records)).toEqual([expect.objectContaining({ next: 2, label: 'first!' })]);
+        await expect(nextOf(tx, [{ label: 'x' }])).rejects.toThrow('No value for the statement parameter "n"');
+      });
+    } finally {
+      await database.close();
+    }
+  });
 });
 
 describe('commitWithoutFlushWait', () => {

@@ -164,7 +164,7 @@ export async function insertUnderNewestReply(db: DbOrTx, values: UserMessageValu
  * the hold was refused.
  */
 export async function insertUnderNewestReplyHolding(db: DbOrTx, hold: HoldValues, values: UserMessageValues) {
-  const [row] = await insertHoldingStatement(db, { ...hold, ...userMessageValues(values) });
+  const [row] = await insertHoldingStatement(db, [hold, userMessageValues(values)]);
   return row && { holdId: row.hold_id, ...storedOf(row) };
 }
 

@@ -80,7 +80,7 @@ export function inboxStatement<Row>(build: (param: StatementParam, inbox: InboxP
     replay: preparedStatement<Row>((p) => build(p, inboxParts('replay', p))),
   };
   return (db: DbOrTx, inbox: InboxRecord, values: Record<string, StatementValue>): Promise<Row[]> =>
-    byMode[inbox.mode](db, { ...inbox.values, ...values });
+    byMode[inbox.mode](db, [inbox.values, values]);
 }
 
 /** The inbox's values for event `id`: a delivery of `event`, or (null) a replay. */
