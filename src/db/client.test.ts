@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { commitWithoutFlushWait, type Database, openDatabase, preparedStatement, queryRows } from './client.js';
+import { commitWithoutFlushWait, type Database, openDatabase, preparedStatement, queryRows, type StatementValues } from './client.js';
 import { rootMessage } from './errors.js';
 
 const url = process.env.TEST_DATABASE_URL;
@@ -124,7 +124,7 @@ describe('preparedStatement', () => {
   it('takes the values from several records, each name from the first record that has it (both paths)', async () => {
     const database = await openDatabase(url ? { url, poolSize: 1 } : {});
     try {
-      const records = [{ n: 1 }, { label: 'first' }, { n: 7, label: 'second' }];
+      const records: StatementValues = [{ n: 1 }, { label: 'first' }, { n: 7, label: 'second' }];
       expect(await nextOf(database.db, records)).toEqual([expect.objectContaining({ next: 2, label: 'first!' })]);
       await expect(nextOf(database.db, [{ n: 1 }, {}])).rejects.toThrow('No value for the statement parameter "label"');
       await database.db.transaction(async (tx) => {
