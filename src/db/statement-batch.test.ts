@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitWithoutFlushWait, type Database, openDatabase, preparedStatement, queryRows } from './client.js';
 import { rootMessage } from './errors.js';
+import { createStatementBatcher } from './statement-batch.js';
 import { observeStatements } from './statements.js';
 
 const url = process.env.TEST_DATABASE_URL;
@@ -155,5 +157,40 @@ describe.skipIf(!url)('group commit of batched statements (db/statement-batch.ts
     await own.close();
     expect(rootMessage(await waiting)).toBe('The database is closed');
     await slowDone;
+  });
+});
+
+describe('a statement sent alone on the batch connection, failing', () => {
+  /** A batcher whose connection fails every statement with `error`; the pool (runAlone) answers. */
+  function batcherFailingWith(error: Error) {
+    const ranAlone: string[] = [];
+    const failing = { query: () => Promise.reject(error), on: () => undefined, end: async () => undefined };
+    const batcher = createStatementBatcher({
+      connect: async () => failing as unknown as pg.Client,
+      runAlone: async (config) => {
+        ranAlone.push(config.name);
+        return { rows: [{ alone: true }] };
+      },
+    });
+    return { batcher, ranAlone };
+  }
+  const statement = { name: 'q', text: 'SELECT 1', values: [] };
+
+  it.each([
+    ['a socket error whose code is five letters (EPIPE)', Object.assign(new Error('write EPIPE'), { code: 'EPIPE', errno: -32, syscall: 'write' })],
+    ['the connection closed', new Error('Connection terminated unexpectedly')],
+    ['a deadlock', Object.assign(new Error('deadlock detected'), { code: '40P01', severity: 'ERROR' })],
+    ['a lock timeout', Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03', severity: 'ERROR' })],
+  ])('runs again alone on the pool after %s', async (_, error) => {
+    const { batcher, ranAlone } = batcherFailingWith(error);
+    await expect(batcher.query(statement)).resolves.toEqual({ rows: [{ alone: true }] });
+    expect(ranAlone).toEqual(['q']);
+  });
+
+  it("answers the server's own error as it is, without running it again", async () => {
+    const violation = Object.assign(new Error('duplicate key value violates unique constraint "x"'), { code: '23505', severity: 'ERROR' });
+    const { batcher, ranAlone } = batcherFailingWith(violation);
+    await expect(batcher.query(statement)).rejects.toBe(violation);
+    expect(ranAlone).toEqual([]);
   });
 });

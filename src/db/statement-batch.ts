@@ -16,13 +16,14 @@ export interface StatementBatcher {
 /**
  * Whether a statement sent alone failed by itself (a constraint, bad input), so running it again
  * would fail the same way: its caller gets that error as from the pool. Not so for errors of the
- * connection or of waiting: no SQLSTATE (the connection closed, a client timeout), connection
- * exceptions (08), operator intervention (57: terminated, shutting down), a deadlock or
- * serialisation failure (40), a lock not obtained within lock_timeout (55P03).
+ * connection or of waiting: none from the server (the connection closed, a socket's error such as
+ * EPIPE, whose code is five letters too, a client timeout), connection exceptions (08), operator
+ * intervention (57: terminated, shutting down), a deadlock or serialisation failure (40), a lock
+ * not obtained within lock_timeout (55P03). The server's errors carry a severity.
  */
 function ownError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string' || code.length !== 5) return false;
+  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
+  if (typeof severity !== 'string' || typeof code !== 'string' || code.length !== 5) return false;
   return !['08', '57', '40'].includes(code.slice(0, 2)) && code !== '55P03';
 }
 
