@@ -216,6 +216,12 @@ export interface PreparedStatementOptions {
   batched?: boolean;
 }
 
+/** The value named `name`, from the first record that has it; throws when none has it. */
+function valueOf(records: readonly StatementRecord[], name: string): StatementValue {
+  for (const record of records) if (name in record) return record[name]!;
+  throw new Error(`No value for the statement parameter "${name}"`);
+}
+
 /**
  * A hot statement whose text never varies, only its values: `build(param)` composes it with
  * `param(name)` wherever a value goes, and each call passes the values by name.
@@ -228,24 +234,15 @@ export interface PreparedStatementOptions {
  * transaction, its text is then parsed and planned once: pglite-named.ts). One round trip either
  * way. A value missing from `values` throws rather than binding NULL.
  */
-function valueOf(values: StatementValues, name: string): StatementValue {
-  if (!isValueList(values)) {
-    if (name in values) return values[name]!;
-  } else {
-    for (const record of values) if (name in record) return record[name]!;
-  }
-  throw new Error(`No value for the statement parameter "${name}"`);
-}
-const isValueList = (values: StatementValues): values is readonly StatementRecord[] => Array.isArray(values);
-
 export function preparedStatement<Row>(build: (param: StatementParam) => SQL, { batched = false }: PreparedStatementOptions = {}) {
   /** The text, and each parameter's value name (or its constant value, rendered once). */
   let rendered: { name: string; text: string; slots: ({ value: string } | { constant: unknown })[] } | undefined;
   return async (db: DbOrTx, values: StatementValues): Promise<Row[]> => {
+    const records: readonly StatementRecord[] = Array.isArray(values) ? values : [values];
     if (!isPostgres(db)) {
       return queryRows<Row>(
         db,
-        build((name) => sql`${valueOf(values, name)}`),
+        build((name) => sql`${valueOf(records, name)}`),
       );
     }
     if (!rendered) {
@@ -257,7 +254,7 @@ export function preparedStatement<Row>(build: (param: StatementParam) => SQL, { 
       const slots = params.map((param) => (is(param, Placeholder) ? { value: param.name as string } : { constant: param }));
       rendered = { name: `q_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text, slots };
     }
-    const filled = rendered.slots.map((slot) => ('value' in slot ? valueOf(values, slot.value) : slot.constant));
+    const filled = rendered.slots.map((slot) => ('value' in slot ? valueOf(records, slot.value) : slot.constant));
     const pool = (db as unknown as { $client: { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: Row[] }> } }).$client;
     const runner = (batched && batcherOf(db)) || pool;
     const result = await runner.query({ name: rendered.name, text: rendered.text, values: filled });
