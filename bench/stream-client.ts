@@ -199,7 +199,8 @@ async function main(): Promise<void> {
   // The fake records every request; a long run must not keep 1,000 request bodies around.
   const trim = setInterval(() => fake.requests.splice(0, fake.requests.length), 1000);
   trim.unref();
-  const agent = new Agent({ connections: 4096, pipelining: 1, keepAliveTimeout: 60_000, bodyTimeout: 300_000, headersTimeout: 300_000 });
+  const newAgent = () => new Agent({ connections: 4096, pipelining: 1, keepAliveTimeout: 60_000, bodyTimeout: 300_000, headersTimeout: 300_000 });
+  const agent = newAgent();
   try {
     const started = nextMessage('start', 600_000);
     await send({ type: 'fake', env: fake.env });
@@ -214,7 +215,9 @@ async function main(): Promise<void> {
       const floorUrls = [start.bareUrl, start.bareSdkUrl];
       for (const [index, url] of floorUrls.entries()) {
         await requested;
-        const report = await bareBurstPhase(url, agent);
+        // Its own connections, as the app's burst opened (the earlier floor's would be reused).
+        const burstAgent = newAgent();
+        const report = await bareBurstPhase(url, burstAgent).finally(() => burstAgent.close());
         if (index + 1 < floorUrls.length) requested = nextMessage('bareBurst', 30 * 60_000);
         await send({ type: 'bareBurst', report });
       }

@@ -39,7 +39,7 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import Fastify, { type FastifyReply } from 'fastify';
-import { request } from 'undici';
+import { type Dispatcher, getGlobalDispatcher, request, setGlobalDispatcher } from 'undici';
 import { createOpenAI } from '@ai-sdk/openai';
 import { buildApp } from '../src/app.js';
 import { observeStatements } from '../src/db/client.js';
@@ -386,6 +386,18 @@ async function startBareProxy(openaiBaseUrl: string, apiKey: string) {
   return { close: () => bare.close(), url: `${base}/bare/stream`, sdkUrl: `${base}/bare/sdk-stream`, cpuMs: () => cpuMicros / 1000 };
 }
 
+/**
+ * Drops the connections to the fake that the burst before left idle: the app's burst opened one per
+ * stream, so a floor's burst must too, or it measures reused connections against new ones. The
+ * global dispatcher (the app's provider calls and both proxy routes use it) is replaced by a new
+ * one of the same class, and the old one closed.
+ */
+async function freshProviderConnections(): Promise<void> {
+  const old = getGlobalDispatcher();
+  setGlobalDispatcher(new (old.constructor as new () => Dispatcher)());
+  await old.close();
+}
+
 /** (b)'s comparisons: the same burst through the bare Fastify proxy of (a), without and with the AI SDK. */
 function floorLine(label: string, through: string, burst: BareBurstReport, cut: { ms: number; elu: number; cpuMs: number } | undefined): string {
   const afterModel = ascending(burst.afterModelFirstChunkMs);
@@ -554,9 +566,12 @@ async function main(): Promise<void> {
         // The floors: the same burst through the bare proxy, then through it with the AI SDK's
         // provider path (this process; the app idles meanwhile).
         const floor = async (target: 'bare' | 'sdk') => {
+          await freshProviderConnections();
           const floorTimeline = startTimeline();
+          const floorProfiler = args['cpu-profile'] ? await startCpuProfile() : undefined;
           channel.send({ type: 'bareBurst', target });
           const { report } = await channel.next('bareBurst', 30 * 60_000);
+          if (floorProfiler) await floorProfiler.stop(args['cpu-profile']!.replace(/(\.cpuprofile)?$/, `.${target}-floor.cpuprofile`));
           return { report, cut: admissionWindow(floorTimeline.stop(), report.admissionWindowMs) };
         };
         const floors = { bare: await floor('bare'), sdk: await floor('sdk') };
