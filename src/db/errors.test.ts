@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type TestDatabase, testDatabase } from '../../test/support/db.js';
-import { isForeignKeyViolation, isUniqueViolation, rootMessage } from './errors.js';
+import { isForeignKeyViolation, isServerError, isUniqueViolation, rootMessage } from './errors.js';
 
 /*
  * The violations as the driver of this profile raises them through drizzle (PostgreSQL's
@@ -63,5 +63,16 @@ describe('PostgreSQL errors as the code reads them', () => {
     cyclic.cause = cyclic;
     expect(isForeignKeyViolation(cyclic)).toBe(false);
     expect(rootMessage(cyclic)).toBe('loops');
+  });
+
+  it("tells the server's errors from the socket's and the client's", async () => {
+    const error = await failureOf(sql`SELECT 1 / 0`);
+    // drizzle's wrapper is not the server's error; the driver's, its cause, is.
+    expect(isServerError(error)).toBe(false);
+    expect(isServerError((error as { cause?: unknown }).cause)).toBe(true);
+    const epipe = Object.assign(new Error('write EPIPE'), { code: 'EPIPE', errno: -32, syscall: 'write' });
+    for (const value of [epipe, new Error('Connection terminated unexpectedly'), undefined, null, 'text']) {
+      expect(isServerError(value)).toBe(false);
+    }
   });
 });

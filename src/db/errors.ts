@@ -23,6 +23,16 @@ function isViolation(error: unknown, sqlState: string, constraint?: string): boo
   return false;
 }
 
+/**
+ * An error the database server raised (pg's DatabaseError, PGlite's): a five-character SQLSTATE
+ * and the server's own fields. A socket's error (`EPIPE`, five letters too) or the client's own
+ * (a closed connection, a timeout) is not one.
+ */
+export function isServerError(error: unknown): boolean {
+  const { code, severity, routine } = (error ?? {}) as { code?: unknown; severity?: unknown; routine?: unknown };
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && (typeof severity === 'string' || typeof routine === 'string');
+}
+
 /** A unique violation (SQLSTATE 23505), optionally of one named constraint or index. */
 export const isUniqueViolation = (error: unknown, constraint?: string) => isViolation(error, UNIQUE_VIOLATION, constraint);
 

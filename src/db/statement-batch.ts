@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { isServerError } from './errors.js';
 
 /** A named statement with its values, as node-postgres takes it. */
 export interface BatchedQuery {
@@ -19,11 +20,11 @@ export interface StatementBatcher {
  * connection or of waiting: none from the server (the connection closed, a socket's error such as
  * EPIPE, whose code is five letters too, a client timeout), connection exceptions (08), operator
  * intervention (57: terminated, shutting down), a deadlock or serialisation failure (40), a lock
- * not obtained within lock_timeout (55P03). The server's errors carry a severity.
+ * not obtained within lock_timeout (55P03).
  */
 function ownError(error: unknown): boolean {
-  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
-  if (typeof severity !== 'string' || typeof code !== 'string' || code.length !== 5) return false;
+  if (!isServerError(error)) return false;
+  const code = (error as { code: string }).code;
   return !['08', '57', '40'].includes(code.slice(0, 2)) && code !== '55P03';
 }
 

@@ -1,4 +1,5 @@
 import { type DestinationStream, type Logger, pino, stdSerializers } from 'pino';
+import { isServerError } from '../db/errors.js';
 
 /*
  * The process logger. Secrets never reach a log line: passwords and their hashes, tokens (auth,
@@ -70,17 +71,12 @@ function scrub(text: string): string {
   return scrubSecrets(text.replace(SQL_PARAMS, '\nparams: [redacted]'));
 }
 
-/**
- * An error from PostgreSQL (pg's DatabaseError, PGlite's): a five-character SQLSTATE and the
- * server's own fields. Its `detail` (`Key (email)=(ada@example.com) already exists.`), `where`,
- * `hint`, `internalQuery` and the values quoted in its message can echo the statement's data.
- */
-function isDatabaseError(error: Error): boolean {
-  const { code, severity, routine } = error as { code?: unknown; severity?: unknown; routine?: unknown };
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && (typeof severity === 'string' || typeof routine === 'string');
-}
 
-/** What is kept of a database error: the message without quoted values, the code, the names of the schema objects. */
+/**
+ * What is kept of a database error: the message without quoted values, the code, the names of the
+ * schema objects. Its `detail` (`Key (email)=(ada@example.com) already exists.`), `where`, `hint`,
+ * `internalQuery` and the values quoted in its message can echo the statement's data.
+ */
 function serializeDatabaseError(error: Error): Record<string, unknown> {
   const fields = error as unknown as Record<string, unknown>;
   const out: Record<string, unknown> = {
@@ -100,7 +96,7 @@ const DROPPED_ERROR_FIELDS = ['params', 'parameters', 'headers', 'requestBodyVal
 /** pino's error serializer, with SQL parameters, database values and secrets removed from the error and its causes. */
 export function serializeError(error: unknown, depth = 0): unknown {
   if (!(error instanceof Error)) return error;
-  if (isDatabaseError(error)) return serializeDatabaseError(error);
+  if (isServerError(error)) return serializeDatabaseError(error);
   const out = stdSerializers.err(error) as unknown as Record<string, unknown>;
   if (typeof out.message === 'string') out.message = scrub(out.message);
   // pino appends the causes' stacks ("caused by: ..."), messages included; each cause is
